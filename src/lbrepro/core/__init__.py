@@ -1,0 +1,1 @@
+"""What every model shares: errors, random streams, statistics, equilibrium solving, I/O, claims."""

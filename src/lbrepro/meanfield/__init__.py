@@ -1,0 +1,1 @@
+"""Mean-field machinery shared by all models: population processes and the refined 1/N term."""

@@ -1,0 +1,1 @@
+"""One module per model: the single home of its equations."""

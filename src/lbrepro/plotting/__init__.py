@@ -1,0 +1,1 @@
+"""Shared matplotlib style and figure saving (PNG + SVG)."""

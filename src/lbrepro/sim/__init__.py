@@ -1,0 +1,1 @@
+"""Numba simulation kernels, one per state representation."""
