@@ -1,0 +1,1 @@
+"""Per-paper artifacts (figures, tables, claims) and the registry that lists them."""

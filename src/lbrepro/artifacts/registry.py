@@ -1,0 +1,179 @@
+"""The artifact registry: the one list the Snakefile, the CLI and the report all read.
+
+Each artifact of artifacts.md is declared once, with the functions that make it:
+``points(cfg)`` → parameter points (one job each), ``compute(params, seed)`` → tidy rows,
+``plot(rows, cfg)`` → a matplotlib figure, ``check(rows, cfg)`` → claims, ``summary(rows)`` →
+a small wide table for the report. ``cfg`` is the artifact's own config section.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from lbrepro.core.claims import Claim
+
+Rows = list[dict[str, Any]]
+
+# File layout of the data contract (../shared/spec/README.md); Snakemake rules use these too.
+TABLE = "results/{slug}/{artifact}.csv"
+CHECKS = "results/{slug}/{artifact}.checks.json"
+POINT = "results/{slug}/{artifact}/points/{point}.csv"
+FIGURE_PNG = "figures/{slug}/{artifact}.png"
+FIGURE_SVG = "figures/{slug}/{artifact}.svg"
+REPORT = "report/index.html"
+
+
+@dataclass(frozen=True)
+class Paper:
+    """A source text: what the report says about it."""
+
+    slug: str
+    title: str
+    authors: str
+    citation: str
+    summary: str
+    seed_file: str = ""
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """One figure or table of artifacts.md and the functions that produce it."""
+
+    id: str
+    slug: str
+    kind: str
+    title: str
+    caption: str
+    methods: tuple[str, ...]
+    points: Callable[[Mapping[str, Any]], dict[str, dict[str, Any]]]
+    compute: Callable[[dict[str, Any], np.random.SeedSequence], Rows]
+    check: Callable[[Rows, Mapping[str, Any]], list[Claim]]
+    plot: Callable[[Rows, Mapping[str, Any]], Any] | None = None
+    summary: Callable[[Rows], Rows] | None = None
+    validate: Callable[[Mapping[str, Any]], None] = lambda cfg: None
+    reconstructions: tuple[str, ...] = ()
+    simulates: bool = True
+    extra_params: Sequence[str] = field(default_factory=tuple)
+
+    @property
+    def has_figure(self) -> bool:
+        return self.plot is not None
+
+    def paths(self) -> dict[str, str]:
+        """This artifact's output files (relative to the working directory)."""
+        fmt = {"slug": self.slug, "artifact": self.id}
+        paths = {"table": TABLE.format(**fmt), "checks": CHECKS.format(**fmt)}
+        if self.has_figure:
+            paths["png"] = FIGURE_PNG.format(**fmt)
+            paths["svg"] = FIGURE_SVG.format(**fmt)
+        return paths
+
+
+PAPERS: dict[str, Paper] = {
+    "supermarket": Paper(
+        slug="supermarket",
+        title="The supermarket model: JSQ(d), the power of d choices",
+        authors="Mitzenmacher (1996/2001); Vvedenskaya, Dobrushin & Karpelevich (1996)",
+        citation=(
+            "M. Mitzenmacher, The power of two choices in randomized load balancing, IEEE TPDS "
+            "12(10), 2001; N. D. Vvedenskaya, R. L. Dobrushin, F. I. Karpelevich, Queueing "
+            "system with selection of the shortest of two queues, Probl. Inf. Transm. 32, 1996."
+        ),
+        summary=(
+            "The baseline every paper builds on: with d ≥ 2 random choices the fraction of "
+            "servers with at least k jobs decays doubly exponentially, and the mean field is "
+            "exact as N → ∞ with an O(1/N) error that the refined mean field (Gast & Van Houdt "
+            "2017) corrects."
+        ),
+    ),
+    "hetero": Paper(
+        "hetero",
+        "Randomized Assignment of Jobs to Servers in Heterogeneous Clusters of Shared Servers "
+        "for Low Delay",
+        "A. Mukhopadhyay, A. Karthik & R. R. Mazumdar",
+        "Mukhopadhyay, Karthik & Mazumdar, Randomized Assignment of Jobs to Servers in "
+        "Heterogeneous Clusters of Shared Servers for Low Delay (seed text 000).",
+        "Schemes 1 and 2 sample every server type and keep the maximal stability region.",
+        "000_f403dd77859fed04.txt",
+    ),
+    "whittle": Paper(
+        "whittle",
+        "Load balancing with heterogeneous schedulers",
+        "U. Ayesta, M. Gupta & I. M. Verloop",
+        "Ayesta, Gupta & Verloop, Load balancing with heterogeneous schedulers (seed text 001).",
+        "Dispatching to LPS-d servers: a Whittle index policy is near optimal.",
+        "001_3e39dc65d2748ae7.txt",
+    ),
+    "general": Paper(
+        "general",
+        "Doubly Exponential Solution for Randomized Load Balancing Models with General Service "
+        "Times",
+        "Q.-L. Li & J. C. S. Lui",
+        "Li & Lui, Doubly Exponential Solution for Randomized Load Balancing Models with General "
+        "Service Times (seed text 002).",
+        "A published closed form for general service times, audited against simulation.",
+        "002_3a4bd09b05630962.txt",
+    ),
+    "affinity": Paper(
+        "affinity",
+        "Job Allocation in Large-Scale Service Systems with Affinity Relations",
+        "E. Cardinaels, S. C. Borst & J. S. H. van Leeuwaarden",
+        "Cardinaels, Borst & van Leeuwaarden, Job Allocation in Large-Scale Service Systems with "
+        "Affinity Relations (seed text 003).",
+        "Type I/II jobs, a fluid limit with bistability, and coupling step functions.",
+        "003_3c8c8e448fde314c.txt",
+    ),
+    "universality": Paper(
+        "universality",
+        "Universality of Power-of-d Load Balancing Schemes",
+        "D. Mukherjee, S. C. Borst, J. S. H. van Leeuwaarden & P. A. Whiting",
+        "Mukherjee, Borst, van Leeuwaarden & Whiting, Universality of Power-of-d Load Balancing "
+        "Schemes, 2016, doi:10.1145/3003977.3003990 (seed text 004).",
+        "JSQ(d(N)) matches JSQ at fluid scale iff d(N) → ∞ and at diffusion scale if "
+        "d(N)/(√N log N) → ∞.",
+        "004_6c04174d50f55b0a.txt",
+    ),
+}
+
+ARTIFACTS: dict[str, Artifact] = {}
+
+
+def register(artifact: Artifact) -> Artifact:
+    """Add an artifact to the registry (each artifacts/<slug>.py calls this at import)."""
+    if artifact.id in ARTIFACTS:
+        raise ValueError(f"artifact {artifact.id!r} registered twice")
+    if artifact.slug not in PAPERS:
+        raise ValueError(f"artifact {artifact.id!r}: unknown paper slug {artifact.slug!r}")
+    ARTIFACTS[artifact.id] = artifact
+    return artifact
+
+
+def _load() -> None:
+    # Importing the per-paper modules registers their artifacts.
+    from lbrepro.artifacts import supermarket  # noqa: F401
+
+
+def all_artifacts() -> list[Artifact]:
+    """Every registered artifact, in paper order then declaration order."""
+    _load()
+    order = list(PAPERS)
+    return sorted(ARTIFACTS.values(), key=lambda a: order.index(a.slug))
+
+
+def get(artifact_id: str) -> Artifact:
+    """The artifact with this id; KeyError lists the known ids."""
+    _load()
+    try:
+        return ARTIFACTS[artifact_id]
+    except KeyError:
+        known = ", ".join(sorted(ARTIFACTS))
+        raise KeyError(f"unknown artifact {artifact_id!r}; known: {known}") from None
+
+
+def enabled(config: Mapping[str, Any]) -> list[Artifact]:
+    """The artifacts that have a config section, i.e. the ones this run produces."""
+    return [a for a in all_artifacts() if a.id in config]

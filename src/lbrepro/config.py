@@ -1,0 +1,108 @@
+"""Loading and validating the pipeline configuration before any job runs.
+
+Two layers: the JSON schema (``workflow/schemas/config.schema.yaml``) checks types, ranges and
+unknown keys; each artifact's ``validate`` then checks relations between keys (stability,
+warm-up shorter than the horizon). Every failure is a :class:`ConfigError` whose message starts
+with the dotted key that is wrong, e.g. ``supermarket-tail.rho[1]: ...``.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from lbrepro.core.errors import ConfigError
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "config.schema.yaml"
+CONFIG_PATH = REPO_ROOT / "config" / "config.yaml"
+
+
+def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """Merge ``override`` into a copy of ``base``: mappings recursively, everything else replaced.
+
+    This is how Snakemake merges ``--configfile`` over ``configfile:``, so the CLI and tests see
+    the same config the workflow does.
+    """
+    merged = copy.deepcopy(dict(base))
+    for key, value in override.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+def load_config(*paths: str | Path) -> dict[str, Any]:
+    """Read YAML config files and merge them left to right (later files override)."""
+    config: dict[str, Any] = {}
+    for path in paths:
+        with open(path, encoding="utf-8") as fh:
+            data = yaml.safe_load(fh) or {}
+        if not isinstance(data, Mapping):
+            raise ConfigError(str(path), "a config file must hold a mapping of keys to values")
+        config = deep_merge(config, data)
+    return config
+
+
+def _dotted(path: Any) -> str:
+    key = ""
+    for part in path:
+        key += f"[{part}]" if isinstance(part, int) else (f".{part}" if key else str(part))
+    return key or "<config>"
+
+
+def _schema_error(error: jsonschema.ValidationError) -> ConfigError:
+    """Turn a jsonschema error into a ConfigError that names the offending key itself."""
+    path = list(error.absolute_path)
+    if error.validator == "additionalProperties" and isinstance(error.instance, Mapping):
+        allowed = set(error.schema.get("properties", {}))
+        unknown = sorted(k for k in error.instance if k not in allowed)
+        known = ", ".join(sorted(allowed))
+        return ConfigError(_dotted([*path, unknown[0]]), f"unknown key (known keys: {known})")
+    if error.validator == "required":
+        missing = error.message.split("'")[1] if "'" in error.message else error.message
+        return ConfigError(_dotted([*path, missing]), "required key is missing")
+    return ConfigError(_dotted(path), error.message)
+
+
+def load_schema(schema_path: str | Path = SCHEMA_PATH) -> dict[str, Any]:
+    """Read the JSON schema (written in YAML)."""
+    with open(schema_path, encoding="utf-8") as fh:
+        return yaml.safe_load(fh)
+
+
+def validate_config(
+    config: Mapping[str, Any], schema_path: str | Path = SCHEMA_PATH
+) -> Mapping[str, Any]:
+    """Check ``config`` against the schema, then each artifact's semantic checks.
+
+    Raises
+    ------
+    ConfigError
+        For the first problem found, its message starting with the dotted key.
+    """
+    from lbrepro.artifacts import registry  # the registry imports models; keep config light
+
+    validator = jsonschema.Draft202012Validator(load_schema(schema_path))
+    errors = sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
+    if errors:
+        # The most specific error is the most useful one: prefer the deepest path.
+        raise _schema_error(max(errors, key=lambda e: len(e.absolute_path)))
+    for artifact in registry.all_artifacts():
+        if artifact.id in config:
+            artifact.validate(config[artifact.id])
+    return config
+
+
+def config_hash(config: Mapping[str, Any]) -> str:
+    """A short, order-independent fingerprint of the config (shown in the report's provenance)."""
+    canonical = json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]

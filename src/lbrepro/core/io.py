@@ -1,0 +1,108 @@
+"""Tidy tables and JSON: the only formats results are written in.
+
+A tidy table has one row per (parameters, method, quantity). The first columns are fixed so
+every CSV of the project reads the same way; parameter columns follow in first-seen order.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+LEADING_COLUMNS = ("artifact", "point", "method", "quantity", "value", "ci_low", "ci_high", "N", "seed")
+
+
+def _plain(value: Any) -> Any:
+    """NumPy scalars and arrays to plain Python, NaN/inf to None (JSON has neither)."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, np.ndarray):
+        return [_plain(v) for v in value.tolist()]
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def write_json(obj: Any, path: str | Path) -> None:
+    """Write ``obj`` as indented JSON, creating parent folders."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(_plain(obj), indent=2) + "\n", encoding="utf-8")
+
+
+def read_json(path: str | Path) -> Any:
+    """Read a JSON file."""
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def table_columns(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The leading columns, then every other key in first-seen order."""
+    seen: dict[str, None] = {c: None for c in LEADING_COLUMNS}
+    for row in rows:
+        for key in row:
+            seen.setdefault(key, None)
+    return list(seen)
+
+
+def write_table(rows: Sequence[Mapping[str, Any]], path: str | Path) -> None:
+    """Write tidy rows as CSV (missing cells empty), creating parent folders."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    columns = table_columns(rows)
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=columns, lineterminator="\n")
+        writer.writeheader()
+        for row in rows:
+            plain = {k: _plain(v) for k, v in row.items()}
+            writer.writerow({k: ("" if plain.get(k) is None else plain[k]) for k in columns})
+
+
+def _parse(cell: str) -> Any:
+    if cell == "":
+        return None
+    for kind in (int, float):
+        try:
+            return kind(cell)
+        except ValueError:
+            pass
+    return {"True": True, "False": False}.get(cell, cell)
+
+
+def read_table(path: str | Path) -> list[dict[str, Any]]:
+    """Read a tidy CSV back: numbers as int/float, empty cells as None."""
+    with open(path, newline="", encoding="utf-8") as fh:
+        return [{k: _parse(v) for k, v in row.items()} for row in csv.DictReader(fh)]
+
+
+def concat_tables(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
+    """Read several tidy CSVs into one list of rows, in the order given."""
+    rows: list[dict[str, Any]] = []
+    for path in paths:
+        rows.extend(read_table(path))
+    return rows
+
+
+def select(rows: Iterable[Mapping[str, Any]], **where: Any) -> list[Mapping[str, Any]]:
+    """Rows whose columns equal every ``where`` value (floats compared to 1e-12)."""
+
+    def match(row: Mapping[str, Any]) -> bool:
+        for key, want in where.items():
+            have = row.get(key)
+            if isinstance(want, float) and isinstance(have, (int, float)):
+                if not math.isclose(have, want, rel_tol=1e-12, abs_tol=1e-15):
+                    return False
+            elif have != want:
+                return False
+        return True
+
+    return [row for row in rows if match(row)]

@@ -1,0 +1,100 @@
+"""The pipeline's steps as plain functions: what each Snakemake rule runs.
+
+Workflow scripts only unpack the ``snakemake`` object and call one of these, so every step is
+importable and testable without Snakemake: config → point computations → tidy tables →
+figures + claim checks → report.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from lbrepro.artifacts import registry
+from lbrepro.core.claims import write_checks
+from lbrepro.core.io import concat_tables, read_table, write_table
+from lbrepro.core.rng import stream
+
+log = logging.getLogger("lbrepro")
+
+
+def artifact_config(config: Mapping[str, Any], artifact_id: str) -> dict[str, Any]:
+    """The artifact's config section over the shared ``simulation`` defaults."""
+    return {**config.get("simulation", {}), **config[artifact_id]}
+
+
+def points(config: Mapping[str, Any], artifact_id: str) -> dict[str, dict[str, Any]]:
+    """The artifact's parameter points, one job each, keyed by a file-name-safe point id."""
+    return registry.get(artifact_id).points(artifact_config(config, artifact_id))
+
+
+def point_params(config: Mapping[str, Any], artifact_id: str, point_id: str) -> dict[str, Any]:
+    """The parameters of one point; KeyError names the artifact and the unknown point."""
+    table = points(config, artifact_id)
+    if point_id not in table:
+        raise KeyError(f"{artifact_id}: unknown point {point_id!r}")
+    return table[point_id]
+
+
+def compute_point(config: Mapping[str, Any], artifact_id: str, point_id: str, out: str | Path) -> None:
+    """Run one point's computation with its own random stream and write its tidy rows.
+
+    The stream depends only on (seed, artifact id, point id), so a point gives the same
+    numbers whichever machine, order or cluster node computes it.
+    """
+    artifact = registry.get(artifact_id)
+    params = point_params(config, artifact_id, point_id)
+    log.info("%s/%s: %s", artifact_id, point_id, params)
+    rows = artifact.compute(params, stream(int(config["seed"]), artifact_id, point_id))
+    write_table([{"artifact": artifact_id, "point": point_id} | r for r in rows], out)
+    log.info("%s/%s: %d rows written to %s", artifact_id, point_id, len(rows), out)
+
+
+def collect_table(inputs: Sequence[str | Path], out: str | Path) -> None:
+    """Concatenate the point tables of one artifact into its tidy table."""
+    write_table(concat_tables(inputs), out)
+
+
+def plot_artifact(
+    config: Mapping[str, Any], artifact_id: str, table: str | Path, png: str | Path, svg: str | Path
+) -> None:
+    """Draw the artifact's figure from its table and save it as PNG and SVG."""
+    from lbrepro.plotting.style import save_figure
+
+    artifact = registry.get(artifact_id)
+    fig = artifact.plot(read_table(table), artifact_config(config, artifact_id))
+    save_figure(fig, png, svg)
+
+
+def check_artifact(config: Mapping[str, Any], artifact_id: str, table: str | Path, out: str | Path) -> None:
+    """Check the artifact's claims against its table and write checks.json."""
+    artifact = registry.get(artifact_id)
+    claims = artifact.check(read_table(table), artifact_config(config, artifact_id))
+    for c in claims:
+        log.info("%s: %s — %s", "reproduced" if c.passed else "NOT reproduced", c.claim, c.measured)
+    write_checks(claims, out)
+
+
+@contextlib.contextmanager
+def logging_to(path: str | Path | None) -> Iterator[None]:
+    """Send this step's log records and stderr (progress bars, warnings) to its log file."""
+    if path is None:
+        yield
+        return
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as fh:
+        handler = logging.StreamHandler(fh)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+        root = logging.getLogger()
+        root.addHandler(handler)
+        root.setLevel(logging.INFO)
+        old_stderr, sys.stderr = sys.stderr, fh
+        try:
+            yield
+        finally:
+            sys.stderr = old_stderr
+            root.removeHandler(handler)

@@ -1,0 +1,51 @@
+# Shared workflow logic: config validation before any job runs, wildcard constraints, and
+# input functions. Targets come from the artifact registry (lbrepro.artifacts.registry), the
+# same list the CLI and the report enumerate.
+from lbrepro.artifacts.registry import (
+    CHECKS,
+    FIGURE_PNG,
+    FIGURE_SVG,
+    POINT,
+    REPORT,
+    TABLE,
+    enabled,
+    get as get_artifact,
+)
+from lbrepro.config import validate_config
+from lbrepro.core.errors import ConfigError
+from lbrepro.pipeline import point_params, points
+
+try:
+    validate_config(config, workflow.source_path("../schemas/config.schema.yaml"))
+except ConfigError as err:
+    raise WorkflowError(f"invalid configuration: {err}") from None
+
+
+wildcard_constraints:
+    slug="[a-z]+",
+    artifact="[a-z0-9]+(-[a-z0-9]+)*",
+    point="[A-Za-z0-9.=_-]+",
+
+
+def point_files(wildcards):
+    """The per-point tables an artifact's table is collected from."""
+    return [
+        POINT.format(slug=wildcards.slug, artifact=wildcards.artifact, point=p)
+        for p in points(config, wildcards.artifact)
+    ]
+
+
+def params_of_point(wildcards):
+    """A point's parameters and the seed: a change reruns exactly that point."""
+    return {
+        "seed": config["seed"],
+        **point_params(config, wildcards.artifact, wildcards.point),
+    }
+
+
+def report_inputs(wildcards):
+    """Every enabled artifact's table, checks and (if it has one) figure."""
+    files = []
+    for artifact in enabled(config):
+        files.extend(artifact.paths().values())
+    return files

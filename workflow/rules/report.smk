@@ -1,0 +1,18 @@
+# The HTML report, rendered from the registry with Jinja2 templates in report/templates/.
+
+
+rule report:
+    input:
+        report_inputs,
+        templates=ancient("report/templates/index.html.j2"),
+    output:
+        REPORT,
+    log:
+        "logs/report.log",
+    benchmark:
+        "benchmarks/report.tsv"
+    localrule: True
+    conda:
+        "../../environment.yml"
+    script:
+        "../scripts/render_report.py"

@@ -1,0 +1,9 @@
+"""Snakemake edge of rule report: see lbrepro.report.render.render_report."""
+
+from pathlib import Path
+
+from lbrepro.pipeline import logging_to
+from lbrepro.report.render import render_report
+
+with logging_to(snakemake.log[0]):
+    render_report(snakemake.config, root=Path("."), out=Path(snakemake.output[0]))
