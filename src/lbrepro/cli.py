@@ -1,0 +1,195 @@
+"""The ``lbrepro`` command: list artifacts, solve or simulate one model, validate a config.
+
+Results go to stdout as JSON; progress bars and errors go to stderr. Any bad input ends with
+one line on stderr and exit code 2, never a traceback.
+
+    lbrepro list
+    lbrepro solve supermarket --lam 0.9 --d 2
+    lbrepro simulate supermarket --lam 0.9 --d 2 --N 1000 --horizon 2000 --warmup 200 --seed 1
+    lbrepro validate config/config.yaml config/quick.yaml
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NoReturn
+
+from lbrepro import __version__
+from lbrepro.core.errors import LbreproError
+
+EXIT_USAGE = 2
+# Above this many expected events a simulation shows a progress bar on stderr by default.
+PROGRESS_EVENTS = 2e7
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a usage error as one line (no usage dump) and exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"lbrepro: error: {message}\n")
+
+
+@dataclass(frozen=True)
+class Param:
+    """A model parameter on the command line (names follow models.md)."""
+
+    name: str
+    type: Callable[[str], Any]
+    help: str
+    default: Any = None
+    required: bool = False
+
+
+@dataclass(frozen=True)
+class ModelCommands:
+    """What the CLI can do with one model (slug)."""
+
+    params: tuple[Param, ...]
+    solve: Callable[..., dict[str, Any]] | None = None
+    simulate: Callable[..., dict[str, Any]] | None = None
+    sim_params: tuple[Param, ...] = field(default_factory=tuple)
+
+
+def _positive_int(text: str) -> int:
+    value = int(float(text))
+    if value != float(text):
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}")
+    return value
+
+
+def _solve_supermarket(lam: float, d: int, mu: float) -> dict[str, Any]:
+    from lbrepro.models import supermarket
+
+    return supermarket.solve(lam, d, mu)
+
+
+def _simulate_supermarket(
+    lam: float, d: int, mu: float, N: int, horizon: float, warmup: float, seed: int,
+    batches: int, replace: bool, progress: bool,
+) -> dict[str, Any]:
+    from lbrepro.models import supermarket
+
+    result = supermarket.simulate(
+        lam=lam, d=d, mu=mu, N=N, horizon=horizon, warmup=warmup, seed=seed,
+        batches=batches, replace=replace, progress=progress,
+    )
+    return {"model": "supermarket", "params": {"lam": lam, "d": d, "mu": mu}} | result.to_dict()
+
+
+SIM_PARAMS = (
+    Param("N", _positive_int, "number of servers", required=True),
+    Param("horizon", float, "simulated time (mean service times)", required=True),
+    Param("warmup", float, "initial time discarded", default=None),
+    Param("seed", _positive_int, "seed of the random stream", default=1),
+    Param("batches", _positive_int, "batches for the batch-means CI", default=20),
+)
+
+MODELS: dict[str, ModelCommands] = {
+    "supermarket": ModelCommands(
+        params=(
+            Param("lam", float, "arrival rate per server", required=True),
+            Param("d", _positive_int, "servers sampled per job", required=True),
+            Param("mu", float, "service rate", default=1.0),
+        ),
+        solve=_solve_supermarket,
+        simulate=_simulate_supermarket,
+        sim_params=SIM_PARAMS,
+    ),
+}
+PLANNED = ("hetero", "whittle", "general", "affinity", "universality")
+
+
+def _add_params(parser: argparse.ArgumentParser, params: Sequence[Param]) -> None:
+    for p in params:
+        parser.add_argument(f"--{p.name}", type=p.type, default=p.default, required=p.required, help=p.help)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser, with one sub-parser per model for solve and simulate."""
+    parser = _Parser(prog="lbrepro", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--version", action="version", version=f"lbrepro {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    p_list = sub.add_parser("list", help="list the artifacts the pipeline produces")
+    p_list.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+    p_val = sub.add_parser("validate", help="validate config files (merged left to right)")
+    p_val.add_argument("configs", nargs="*", help="config files (default: config/config.yaml)")
+
+    for command in ("solve", "simulate"):
+        p_cmd = sub.add_parser(command, help=f"{command} one model, print JSON")
+        models = p_cmd.add_subparsers(dest="model", required=True, parser_class=_Parser,
+                                      metavar="MODEL")
+        for slug, spec in MODELS.items():
+            if getattr(spec, command) is None:
+                continue
+            p_model = models.add_parser(slug, help=f"{command} the {slug} model")
+            _add_params(p_model, spec.params)
+            if command == "simulate":
+                _add_params(p_model, spec.sim_params)
+                p_model.add_argument("--no-replace", dest="replace", action="store_false",
+                                     help="sample the d servers without replacement")
+                p_model.add_argument("--progress", choices=("auto", "on", "off"), default="auto",
+                                     help="progress bar on stderr (auto: for long runs)")
+        for slug in PLANNED:
+            models.add_parser(slug, help=f"{slug}: not implemented yet")
+    return parser
+
+
+def _list(as_json: bool) -> None:
+    from lbrepro.artifacts import registry
+
+    items = [
+        {"id": a.id, "paper": a.slug, "kind": a.kind, "methods": list(a.methods), "title": a.title}
+        for a in registry.all_artifacts()
+    ]
+    if as_json:
+        print(json.dumps(items, indent=2))
+        return
+    width = max(len(i["id"]) for i in items)
+    for i in items:
+        print(f"{i['id']:<{width}}  {i['kind']:<14}  {'+'.join(i['methods']):<12}  {i['title']}")
+
+
+def _validate(paths: Sequence[str]) -> None:
+    from lbrepro.config import CONFIG_PATH, load_config, validate_config
+
+    config = load_config(*(paths or [CONFIG_PATH]))
+    validate_config(config)
+    print(json.dumps({"valid": True, "files": list(paths) or [str(CONFIG_PATH)]}))
+
+
+def _run_model(args: argparse.Namespace) -> dict[str, Any]:
+    spec = MODELS.get(args.model)
+    if spec is None:
+        raise LbreproError(f"model {args.model!r} is not implemented yet")
+    names = [p.name for p in spec.params]
+    kwargs = {n: getattr(args, n) for n in names}
+    if args.command == "solve":
+        return spec.solve(**kwargs)
+    kwargs |= {p.name: getattr(args, p.name) for p in spec.sim_params}
+    if kwargs["warmup"] is None:
+        kwargs["warmup"] = 0.1 * kwargs["horizon"]
+    expected_events = 2.0 * kwargs["lam"] * kwargs["N"] * kwargs["horizon"]
+    progress = {"on": True, "off": False}.get(args.progress, expected_events >= PROGRESS_EVENTS)
+    return spec.simulate(**kwargs, replace=args.replace, progress=progress)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``lbrepro`` console script; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "list":
+            _list(args.json)
+        elif args.command == "validate":
+            _validate(args.configs)
+        else:
+            print(json.dumps(_run_model(args), indent=2))
+    except (LbreproError, OSError) as err:
+        print(f"lbrepro: error: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    return 0
