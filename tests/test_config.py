@@ -1,0 +1,87 @@
+"""Bad configs are rejected before any job runs, with a message naming the key."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from lbrepro.config import CONFIG_PATH, config_hash, deep_merge, load_config, validate_config
+from lbrepro.core.errors import ConfigError
+
+QUICK = CONFIG_PATH.parent / "quick.yaml"
+
+
+@pytest.fixture()
+def config():
+    return load_config(CONFIG_PATH)
+
+
+def test_shipped_configs_are_valid(config):
+    validate_config(config)
+    validate_config(load_config(CONFIG_PATH, QUICK))
+
+
+def test_quick_overrides_merge_like_snakemake(config):
+    merged = load_config(CONFIG_PATH, QUICK)
+    assert merged["supermarket-tail"]["N"] == 200
+    assert merged["supermarket-tail"]["kmax"] == config["supermarket-tail"]["kmax"]
+    assert merged["seed"] == config["seed"]
+
+
+def _set(config, path, value):
+    bad = copy.deepcopy(config)
+    node = bad
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    return bad
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "key"),
+    [
+        (("supermarket-tail", "rho"), [0.9, 1.0], "supermarket-tail.rho[1]"),  # rho >= 1
+        (("supermarket-tail", "rho"), [1.2], "supermarket-tail.rho[0]"),
+        (("supermarket-tail", "rho"), [-0.5], "supermarket-tail.rho[0]"),  # negative rate
+        (("supermarket-tail", "d"), [2, 0], "supermarket-tail.d[1]"),  # d < 1
+        (("supermarket-tail", "N"), "1000", "supermarket-tail.N"),  # wrong type
+        (("supermarket-tail", "N"), 10.5, "supermarket-tail.N"),
+        (("supermarket-tail", "horizon"), -1, "supermarket-tail.horizon"),
+        (("supermarket-tail", "warmup"), 1e9, "supermarket-tail.warmup"),
+        (("supermarket-tail", "colour"), "red", "supermarket-tail.colour"),  # unknown key
+        (("supermarket-accuracy", "cases"), [[0.95, 2], [1.1, 2]], "supermarket-accuracy.cases[1][0]"),
+        (("supermarket-accuracy", "cases"), [[0.9, 0]], "supermarket-accuracy.cases[0][1]"),
+        (("simulation", "batches"), 1, "simulation.batches"),
+        (("seed",), "abc", "seed"),
+        (("sed",), 1, "sed"),  # unknown top-level key (typo)
+    ],
+)
+def test_bad_values_name_the_key(config, path, value, key):
+    with pytest.raises(ConfigError) as err:
+        validate_config(_set(config, path, value))
+    assert str(err.value).startswith(key + ":"), str(err.value)
+
+
+def test_missing_required_key_is_named(config):
+    bad = copy.deepcopy(config)
+    del bad["supermarket-tail"]["N"]
+    with pytest.raises(ConfigError, match=r"^supermarket-tail\.N: required"):
+        validate_config(bad)
+
+
+def test_unstable_message_says_why(config):
+    with pytest.raises(ConfigError, match="unstable"):
+        validate_config(_set(config, ("supermarket-tail", "rho"), [1.0]))
+
+
+def test_deep_merge_replaces_lists_and_merges_mappings():
+    base = {"a": {"x": [1, 2], "y": 1}, "b": 2}
+    assert deep_merge(base, {"a": {"x": [3]}}) == {"a": {"x": [3], "y": 1}, "b": 2}
+    assert base["a"]["x"] == [1, 2]
+
+
+def test_config_hash_is_order_independent_and_sensitive(config):
+    reordered = dict(reversed(list(config.items())))
+    assert config_hash(reordered) == config_hash(config)
+    assert config_hash(_set(config, ("seed",), 7)) != config_hash(config)
