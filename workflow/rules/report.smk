@@ -4,7 +4,7 @@
 rule report:
     input:
         report_inputs,
-        templates=ancient("report/templates/index.html.j2"),
+        templates=workflow.source_path("../../report/templates/index.html.j2"),
     output:
         REPORT,
     log:

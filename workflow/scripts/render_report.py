@@ -6,4 +6,9 @@ from lbrepro.pipeline import logging_to
 from lbrepro.report.render import render_report
 
 with logging_to(snakemake.log[0]):
-    render_report(snakemake.config, root=Path("."), out=Path(snakemake.output[0]))
+    render_report(
+        snakemake.config,
+        root=Path("."),
+        out=Path(snakemake.output[0]),
+        templates=Path(snakemake.input.templates).parent,
+    )
