@@ -1,0 +1,73 @@
+"""The lbrepro command: JSON out, one clear line and exit code 2 on bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from lbrepro.cli import main
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "lbrepro", *args], capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_list_names_every_registered_artifact(capsys):
+    assert main(["list", "--json"]) == 0
+    items = json.loads(capsys.readouterr().out)
+    ids = {i["id"] for i in items}
+    assert {"supermarket-tail", "supermarket-accuracy"} <= ids
+
+
+def test_solve_supermarket_json(capsys):
+    assert main(["solve", "supermarket", "--lam", "0.9", "--d", "2"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    u = np.array(out["u"])
+    k = np.arange(len(u))
+    np.testing.assert_allclose(u, 0.9 ** (2.0**k - 1), rtol=1e-12, atol=1e-300)
+    assert out["mean_sojourn"] == pytest.approx(out["mean_jobs"] / 0.9)
+    assert "refined" in out and "method" in out and "fixed_points" in out
+
+
+def test_simulate_supermarket_json_has_cis():
+    run_ = run("simulate", "supermarket", "--lam", "0.9", "--d", "2", "--N", "200",
+               "--horizon", "2000", "--warmup", "200", "--seed", "3")
+    assert run_.returncode == 0, run_.stderr
+    out = json.loads(run_.stdout)
+    for key in ("u", "mean_jobs", "mean_sojourn", "ci", "N", "seed", "events", "events_per_second"):
+        assert key in out, key
+    low, high = out["ci"]["mean_jobs"]
+    assert low <= out["mean_jobs"] <= high
+    assert out["N"] == 200 and out["seed"] == 3
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["solve", "supermarket", "--lam", "1.2", "--d", "2"], "unstable"),
+        (["solve", "supermarket", "--lam", "-0.5", "--d", "2"], "lam"),
+        (["solve", "supermarket", "--lam", "0.5", "--d", "0"], "d"),
+        (["solve", "supermarket", "--lam", "abc", "--d", "2"], "--lam"),
+        (["solve", "supermarket", "--d", "2"], "--lam"),
+        (["solve", "nosuchmodel", "--lam", "0.5"], "nosuchmodel"),
+        (["simulate", "supermarket", "--lam", "0.9", "--d", "2", "--N", "0", "--horizon", "10"], "N"),
+        (["simulate", "supermarket", "--lam", "0.9", "--d", "2", "--N", "10", "--horizon", "10",
+          "--warmup", "20"], "warmup"),
+        (["simulate", "supermarket", "--lam", "1.0", "--d", "2", "--N", "10", "--horizon", "10"],
+         "unstable"),
+        (["solve", "hetero"], "not implemented"),
+    ],
+)
+def test_bad_input_one_line_exit_2(args, needle):
+    result = run(*args)
+    assert result.returncode == 2, result
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert needle in lines[0]
+    assert "Traceback" not in result.stderr
+    assert result.stdout == ""
