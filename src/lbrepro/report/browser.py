@@ -1,0 +1,117 @@
+"""Open a rendered report in headless Chromium and check what a reader would see.
+
+Used by the report's browser test and the end-to-end pipeline test: every image must load,
+the console must stay free of errors, and a full-page screenshot is kept as evidence.
+Selenium is a test extra, so it is imported inside the functions. The driver path is always
+given explicitly, so Selenium Manager never tries to download anything.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+
+CHROME_ARGS = (
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+)
+
+WIDTH = 1400
+MAX_HEIGHT = 12000
+PAGE_TIMEOUT_S = 15
+
+_IMAGES_JS = """
+return Array.from(document.images).map(function (img) {
+  return {src: img.getAttribute('src'), complete: img.complete, width: img.naturalWidth};
+});
+"""
+
+
+def find_browser(
+    chromium: str | Path = CHROMIUM, chromedriver: str | Path = CHROMEDRIVER
+) -> tuple[Path, Path]:
+    """The Chromium and chromedriver executables; FileNotFoundError naming what is missing."""
+    found = []
+    for path in (Path(chromium), Path(chromedriver)):
+        if not path.is_file():
+            resolved = shutil.which(path.name)
+            if resolved is None:
+                raise FileNotFoundError(f"{path} not found (install chromium and chromium-driver)")
+            path = Path(resolved)
+        found.append(path)
+    return found[0], found[1]
+
+
+def check_page(
+    path: Path,
+    screenshot: Path,
+    *,
+    chromium: str | Path = CHROMIUM,
+    chromedriver: str | Path = CHROMEDRIVER,
+    user_data_dir: Path | None = None,
+) -> dict[str, Any]:
+    """Load ``path`` via ``file://`` in headless Chromium; report images, errors, screenshot.
+
+    Returns ``images_total``, ``images_loaded``, ``broken`` (src of every image not complete
+    or of natural width 0), ``severe`` (console messages at level SEVERE), ``console`` (all
+    console entries), ``title`` and ``screenshot`` (the full-page PNG written, as a str).
+    The browser profile goes to ``user_data_dir`` (a fresh temporary folder if None).
+    """
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser, driver_path = find_browser(chromium, chromedriver)
+    screenshot = Path(screenshot)
+    screenshot.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.ExitStack() as stack:
+        if user_data_dir is None:
+            profile = stack.enter_context(tempfile.TemporaryDirectory(prefix="lbrepro-chrome-"))
+        else:
+            profile = str(user_data_dir)
+            Path(profile).mkdir(parents=True, exist_ok=True)
+        options = webdriver.ChromeOptions()
+        options.binary_location = str(browser)
+        for arg in (*CHROME_ARGS, f"--user-data-dir={profile}", f"--window-size={WIDTH},900"):
+            options.add_argument(arg)
+        options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+        driver = webdriver.Chrome(service=Service(str(driver_path)), options=options)
+        try:
+            driver.set_page_load_timeout(PAGE_TIMEOUT_S)
+            driver.get(Path(path).resolve().as_uri())
+            WebDriverWait(driver, PAGE_TIMEOUT_S).until(
+                lambda d: d.execute_script("return document.readyState") == "complete"
+            )
+            images = driver.execute_script(_IMAGES_JS)
+            height = driver.execute_script(
+                "return Math.max(document.body.scrollHeight, document.documentElement.scrollHeight)"
+            )
+            driver.set_window_size(WIDTH, min(max(int(height), 600), MAX_HEIGHT))
+            driver.save_screenshot(str(screenshot))
+            title = driver.title
+            console = driver.get_log("browser")
+        finally:
+            driver.quit()
+    broken = [img["src"] for img in images if not img["complete"] or img["width"] <= 0]
+    return {
+        "title": title,
+        "images_total": len(images),
+        "images_loaded": len(images) - len(broken),
+        "broken": broken,
+        "severe": [entry.get("message", "") for entry in console if entry.get("level") == "SEVERE"],
+        "console": console,
+        "screenshot": str(screenshot),
+    }

@@ -1,0 +1,395 @@
+"""The HTML report: rendered from a tiny fake results tree, then read back as HTML."""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+from dataclasses import dataclass
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+import pytest
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+from lbrepro.artifacts.registry import Artifact, Paper
+from lbrepro.config import config_hash
+from lbrepro.core.claims import Claim, write_checks
+from lbrepro.core.io import write_table
+from lbrepro.report import provenance as prov
+from lbrepro.report.render import duration, fmt, render_report
+from lbrepro.report.runtimes import OTHER, aggregate, read_benchmarks
+
+TEMPLATES = Path(__file__).resolve().parents[1] / "report" / "templates"
+XSS = "<script>alert(1)</script>"
+BENCH_HEADER = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
+
+
+def _no_points(cfg: Any) -> dict[str, dict[str, Any]]:
+    return {}
+
+
+def _no_rows(params: Any, seed: Any) -> list[dict[str, Any]]:
+    return []
+
+
+def _no_claims(rows: Any, cfg: Any) -> list[Claim]:
+    return []
+
+
+def _summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"k": r["k"], "method": r["method"], "u_k": r["value"]} for r in rows]
+
+
+def fake_artifact(artifact_id: str, slug: str = "toy", **kw: Any) -> Artifact:
+    """A registry.Artifact built directly (never registered globally)."""
+    base: dict[str, Any] = {
+        "id": artifact_id,
+        "slug": slug,
+        "kind": "figure",
+        "title": f"Title of {artifact_id}",
+        "caption": f"Caption of {artifact_id}.",
+        "methods": ("CF", "SIM"),
+        "points": _no_points,
+        "compute": _no_rows,
+        "check": _no_claims,
+        "plot": lambda rows, cfg: None,
+    }
+    base.update(kw)
+    return Artifact(**base)
+
+
+@dataclass
+class FakeTree:
+    root: Path
+    config: dict[str, Any]
+    artifacts: list[Artifact]
+    papers: dict[str, Paper]
+
+    def render(self, **kw: Any) -> Path:
+        kw.setdefault("templates", TEMPLATES)
+        return render_report(
+            self.config, root=self.root, artifacts=self.artifacts, papers=self.papers, **kw
+        )
+
+
+def make_fake_tree(root: Path) -> FakeTree:
+    """Results of two fake artifacts: one complete (one claim passes, one fails), one absent."""
+    papers = {
+        "toy": Paper("toy", "A toy paper", "A. Author", "Author, A toy paper, 2024.", "Toys."),
+        "later": Paper("later", "A paper not covered yet", "B. Author", "Later, 2025.", "Soon."),
+    }
+    full = fake_artifact(
+        "toy-tail",
+        summary=_summary,
+        reconstructions=("N = 1000 servers is our choice",),
+    )
+    absent = fake_artifact("toy-absent")
+    config = {
+        "seed": 424242,
+        "simulation": {"batches": 20},
+        "toy-tail": {"rho": [0.9, 0.99], "N": 1000, "ks": list(range(20))},
+        "toy-absent": {"d": 2},
+    }
+    paths = {k: root / v for k, v in full.paths().items()}
+
+    rows = [
+        {"artifact": "toy-tail", "method": m, "quantity": "u", "value": 0.9**k, "k": k}
+        for k in range(4)
+        for m in ("cf", "sim")
+    ]
+    write_table(rows, paths["table"])
+    fig, ax = plt.subplots(figsize=(4, 3))
+    ax.semilogy(range(4), [0.9**k for k in range(4)], marker="o")
+    paths["png"].parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(paths["png"], dpi=60)
+    fig.savefig(paths["svg"])
+    plt.close(fig)
+    write_checks(
+        [
+            Claim("u_1 matches the closed form", 0.9, 0.900123456, 0.01, True),
+            Claim(f"u_2 matches {XSS}", 0.81, 0.7012345678, 0.01, False, details="off by 0.11"),
+        ],
+        paths["checks"],
+    )
+
+    bench = root / "benchmarks"
+    (bench / "toy" / "toy-tail").mkdir(parents=True)
+    (bench / "toy" / "toy-tail" / "p0.tsv").write_text(
+        BENCH_HEADER + "12.5\t0:00:12\t150.5\t300\t-\t-\t-\t-\t-\t11.0\n"
+    )
+    (bench / "toy" / "toy-tail" / "p1.tsv").write_text(
+        BENCH_HEADER + "7.25\t0:00:07\tNA\tNA\tNA\tNA\tNA\tNA\tNA\tNA\n"
+    )
+    (bench / "report").mkdir()
+    (bench / "report" / "report.tsv").write_text(
+        BENCH_HEADER + "1.5\t0:00:01\t80\t-\t-\t-\t-\t-\t-\t1\n"
+    )
+    (bench / "garbled.tsv").write_text("this is not a benchmark\n")
+    return FakeTree(root, config, [full, absent], papers)
+
+
+class _Links(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.images: list[str] = []
+        self.hrefs: list[str] = []
+        self.ids: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if tag == "img" and a.get("src"):
+            self.images.append(a["src"])
+        if tag == "a" and a.get("href"):
+            self.hrefs.append(a["href"])
+        if a.get("id"):
+            self.ids.append(a["id"])
+
+
+def parse(html: str) -> _Links:
+    parser = _Links()
+    parser.feed(html)
+    return parser
+
+
+def article(html: str, artifact_id: str) -> str:
+    """The HTML of one artifact's <article>."""
+    match = re.search(rf'<article class="artifact" id="{artifact_id}">(.*?)</article>', html, re.S)
+    assert match, f"no article for {artifact_id}"
+    return match.group(1)
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> FakeTree:
+    return make_fake_tree(tmp_path)
+
+
+@pytest.fixture
+def html(tree: FakeTree) -> str:
+    return tree.render().read_text(encoding="utf-8")
+
+
+def test_report_written_at_default_path(tree: FakeTree) -> None:
+    out = tree.render()
+    assert out == tree.root / "report" / "index.html"
+    assert out.is_file()
+    assert not list(out.parent.glob(".*.tmp"))
+
+
+def test_both_verdicts_with_numbers(html: str) -> None:
+    section = article(html, "toy-tail")
+    assert "✓ reproduced" in section
+    assert "✗ not reproduced" in section
+    for number in ("0.9001", "0.7012", "0.81", "0.01"):
+        assert number in section
+    assert "off by 0.11" in section
+    assert "0.900123456" not in html  # 4 significant digits, not the raw float
+
+
+def test_headline_counts_and_failures_first(html: str) -> None:
+    stats = re.search(r'<ul class="stats">(.*?)</ul>', html, re.S).group(1)
+    assert re.search(r"<strong>1</strong> claim reproduced", stats)
+    assert re.search(r"<strong>1</strong> claim not reproduced", stats)
+    assert re.search(r"<strong>1</strong> artifact with checks missing", stats)
+    assert re.search(r"<strong>2</strong> artifacts from 1 paper<", stats)
+    summary = re.search(r'<section id="summary">(.*?)</section>', html, re.S).group(1)
+    assert summary.index("not reproduced") < summary.index("✓ reproduced")
+    assert summary.index("u_2 matches") < summary.index("u_1 matches")
+    assert '<tr class="failed">' in summary
+
+
+def test_claim_text_is_escaped(html: str) -> None:
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "<script" not in html
+
+
+def test_relative_paths_resolve(tree: FakeTree) -> None:
+    out = tree.render()
+    links = parse(out.read_text(encoding="utf-8"))
+    assert links.images == ["../figures/toy/toy-tail.png"]
+    files = [h for h in links.hrefs if not h.startswith("#")]
+    assert "../figures/toy/toy-tail.svg" in files
+    assert "../results/toy/toy-tail.csv" in files
+    for href in links.images + files:
+        assert not href.startswith(("/", "file:", "http")), href
+        assert (out.parent / href).resolve().is_file(), href
+
+
+def test_relative_paths_from_another_output_folder(tree: FakeTree) -> None:
+    out = tree.render(out=tree.root / "a" / "b" / "report.html")
+    links = parse(out.read_text(encoding="utf-8"))
+    assert links.images == ["../../figures/toy/toy-tail.png"]
+    assert (out.parent / links.images[0]).resolve().is_file()
+
+
+def test_anchors_and_internal_links(html: str) -> None:
+    links = parse(html)
+    assert "toy-tail" in links.ids and "toy-absent" in links.ids
+    for href in links.hrefs:
+        if href.startswith("#"):
+            assert href[1:] in links.ids, href
+
+
+def test_missing_outputs_render_notes(html: str) -> None:
+    section = article(html, "toy-absent")
+    assert "Missing:" in section
+    assert "figures/toy/toy-absent.png" in section
+    assert "claim checks not produced" in section
+    assert "? missing" in section
+    assert "<img" not in section
+
+
+def test_artifact_section_content(html: str) -> None:
+    section = article(html, "toy-tail")
+    assert "Title of toy-tail" in section and "Caption of toy-tail." in section
+    assert "[reconstruction]" in section and "N = 1000 servers is our choice" in section
+    assert "<code>rho</code>" in section and "[0.9, 0.99]" in section
+    assert "(20 items)" in section  # long lists are shortened
+    summary = re.search(r'<table class="summary">(.*?)</table>', section, re.S).group(1)
+    assert "<th>u_k</th>" in summary
+    assert summary.count("<tr>") == 1 + 8  # header + one row per table row
+    assert "0.729" in summary
+
+
+def test_papers_and_not_covered(html: str) -> None:
+    assert 'id="paper-toy"' in html
+    assert "Author, A toy paper, 2024." in html
+    covered = re.search(r'<section id="not-covered">(.*?)</section>', html, re.S).group(1)
+    assert "A paper not covered yet" in covered
+    assert 'id="paper-later"' not in html
+
+
+def test_provenance_shows_seed_and_hash(tree: FakeTree, html: str) -> None:
+    block = re.search(r'<section id="provenance">(.*?)</section>', html, re.S).group(1)
+    assert "424242" in block
+    assert config_hash(tree.config) in block
+    assert "numpy" in block and "jinja2" in block
+    assert "<code>batches</code>" in block  # shared config sections are listed
+
+
+def test_runtime_table(html: str) -> None:
+    block = re.search(r'<section id="runtimes">(.*?)</section>', html, re.S).group(1)
+    row = re.search(r'<a href="#toy-tail">toy-tail</a></td>(.*?)</tr>', block, re.S).group(1)
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)
+    assert cells[0] == "2"  # jobs
+    assert cells[1] == "19.8 s"  # total
+    assert cells[2] == "12.5 s"  # slowest
+    assert "toy/toy-tail/p0" in cells[3]
+    assert cells[4] == "150.5"
+    assert OTHER in block
+    assert "garbled.tsv" in block  # the skipped file is named, not hidden
+
+
+def test_summary_failure_is_a_note(tree: FakeTree) -> None:
+    def broken(rows: Any) -> Any:
+        raise KeyError("no such column")
+
+    tree.artifacts[0] = fake_artifact("toy-tail", summary=broken)
+    section = article(tree.render().read_text(encoding="utf-8"), "toy-tail")
+    assert "summary table could not be computed" in section
+
+
+def test_malformed_checks_is_a_note(tree: FakeTree) -> None:
+    (tree.root / "results/toy/toy-tail.checks.json").write_text("{not json")
+    section = article(tree.render().read_text(encoding="utf-8"), "toy-tail")
+    assert "claim checks unreadable" in section
+
+
+def test_empty_checks_is_no_claims(tree: FakeTree) -> None:
+    (tree.root / "results/toy/toy-tail.checks.json").write_text("[]")
+    section = article(tree.render().read_text(encoding="utf-8"), "toy-tail")
+    assert "– no claims" in section and "states no claims" in section
+
+
+def test_missing_templates_folder(tree: FakeTree) -> None:
+    with pytest.raises(FileNotFoundError, match="templates"):
+        tree.render(templates=tree.root / "nowhere")
+
+
+def test_fmt() -> None:
+    assert fmt(0.123456789) == "0.1235"
+    assert fmt(123456.0) == "1.235e+05"
+    assert fmt(3) == "3" and fmt(True) == "true" and fmt(None) == "—"
+    assert fmt(float("nan")) == "NaN" and fmt(float("inf")) == "∞"
+    assert fmt([1.0, 2.5]) == "[1, 2.5]"
+    assert fmt(list(range(10))) == "[0, 1, 2, 3, …, 9] (10 items)"
+    assert fmt({"a": 0.333333}) == "{a: 0.3333}"
+    assert fmt("text") == "text"
+
+
+def test_duration() -> None:
+    assert duration(None) == "—"
+    assert duration(0.4213) == "0.42 s"
+    assert duration(42.04) == "42.0 s"
+    assert duration(187) == "3 min 07 s"
+    assert duration(3900) == "1 h 05 min"
+
+
+def test_read_benchmarks_layouts_and_bad_files(tmp_path: Path) -> None:
+    ids = ["sm-tail", "sm-acc"]
+    (tmp_path / "sm" / "sm-tail").mkdir(parents=True)
+    (tmp_path / "sm" / "sm-tail" / "rho0.9_d2.tsv").write_text(
+        BENCH_HEADER
+        + "2.0\t0:00:02\t10\t-\t-\t-\t-\t-\t-\t1.5\n4.0\t0:00:04\t30\t-\t-\t-\t-\t-\t-\t-\n"
+    )
+    (tmp_path / "plot" / "sm").mkdir(parents=True)
+    (tmp_path / "plot" / "sm" / "sm-acc.tsv").write_text(BENCH_HEADER + "1\t0:00:01\t-" + "\t-" * 7)
+    (tmp_path / "empty.tsv").write_text("")
+    (tmp_path / "dashes.tsv").write_text(BENCH_HEADER + "-\t-\t-\t-\t-\t-\t-\t-\t-\t-\n")
+    (tmp_path / "binary.tsv").write_bytes(b"\xff\xfe\x00garbage")
+    (tmp_path / "notes.md").write_text("ignored: not a benchmark suffix")
+
+    rows = {r["job"]: r for r in read_benchmarks(tmp_path, ids)}
+    assert set(rows) == {"sm/sm-tail/rho0.9_d2", "plot/sm/sm-acc", "empty", "dashes", "binary"}
+    tail = rows["sm/sm-tail/rho0.9_d2"]
+    assert tail["artifact"] == "sm-tail" and tail["repeats"] == 2
+    assert tail["seconds"] == pytest.approx(3.0)
+    assert tail["max_rss_mb"] == 30 and tail["cpu_time"] == pytest.approx(1.5)
+    assert rows["plot/sm/sm-acc"]["artifact"] == "sm-acc"
+    assert rows["plot/sm/sm-acc"]["max_rss_mb"] is None
+    for bad in ("empty", "dashes", "binary"):
+        assert rows[bad]["seconds"] is None and rows[bad]["note"], bad
+    assert read_benchmarks(tmp_path / "absent", ids) == []
+
+    agg = aggregate(rows.values(), order=["sm-acc", "sm-tail"])
+    assert [a["artifact"] for a in agg] == ["sm-acc", "sm-tail"]
+    assert agg[1]["jobs"] == 1 and agg[1]["total_seconds"] == pytest.approx(3.0)
+
+
+def test_read_benchmarks_extended_and_jsonl(tmp_path: Path) -> None:
+    header = BENCH_HEADER.rstrip("\n") + "\tjobid\trule_name\twildcards\n"
+    (tmp_path / "a.tsv").write_text(header + "3\t0:00:03" + "\t-" * 8 + "\t7\tsimulate\t{}\n")
+    (tmp_path / "b.jsonl").write_text(json.dumps({"s": 2.5, "max_rss": 12.0}) + "\n")
+    rows = {r["job"]: r for r in read_benchmarks(tmp_path, [])}
+    assert rows["a"]["rule"] == "simulate" and rows["a"]["seconds"] == 3
+    assert rows["b"]["seconds"] == 2.5 and rows["b"]["artifact"] is None
+    assert aggregate(rows.values())[0]["artifact"] == OTHER
+
+
+def test_provenance_outside_git(tmp_path: Path) -> None:
+    info = prov.provenance({"seed": 7, "x": {"y": 1}}, tmp_path)
+    assert info["commit"] == "unknown" and info["dirty"] is None
+    assert info["seed"] == 7
+    assert info["config_hash"] == config_hash({"x": {"y": 1}, "seed": 7})
+    assert set(info["packages"]) == set(prov.PACKAGES)
+    assert info["run_date"].endswith("+00:00")
+    json.dumps(info)  # plain values only
+    host = socket.gethostname()
+    if len(host) >= 6:
+        assert host not in json.dumps(info)
+
+
+def test_provenance_in_git_repo(tmp_path: Path) -> None:
+    info = prov.git_state(Path(__file__).resolve().parents[1])
+    if info["commit"] == "unknown":
+        pytest.skip("the repository is not a usable git checkout here")
+    assert re.fullmatch(r"[0-9a-f]{4,40}", info["commit"])
+    assert info["dirty"] in (True, False)
+
+
+def test_package_version_missing() -> None:
+    assert prov.package_version("surely-not-an-installed-distribution") == "not installed"
