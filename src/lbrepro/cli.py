@@ -68,14 +68,30 @@ def _solve_supermarket(lam: float, d: int, mu: float) -> dict[str, Any]:
 
 
 def _simulate_supermarket(
-    lam: float, d: int, mu: float, N: int, horizon: float, warmup: float, seed: int,
-    batches: int, replace: bool, progress: bool,
+    lam: float,
+    d: int,
+    mu: float,
+    N: int,
+    horizon: float,
+    warmup: float,
+    seed: int,
+    batches: int,
+    replace: bool,
+    progress: bool,
 ) -> dict[str, Any]:
     from lbrepro.models import supermarket
 
     result = supermarket.simulate(
-        lam=lam, d=d, mu=mu, N=N, horizon=horizon, warmup=warmup, seed=seed,
-        batches=batches, replace=replace, progress=progress,
+        lam=lam,
+        d=d,
+        mu=mu,
+        N=N,
+        horizon=horizon,
+        warmup=warmup,
+        seed=seed,
+        batches=batches,
+        replace=replace,
+        progress=progress,
     )
     return {"model": "supermarket", "params": {"lam": lam, "d": d, "mu": mu}} | result.to_dict()
 
@@ -105,7 +121,9 @@ PLANNED = ("hetero", "whittle", "general", "affinity", "universality")
 
 def _add_params(parser: argparse.ArgumentParser, params: Sequence[Param]) -> None:
     for p in params:
-        parser.add_argument(f"--{p.name}", type=p.type, default=p.default, required=p.required, help=p.help)
+        parser.add_argument(
+            f"--{p.name}", type=p.type, default=p.default, required=p.required, help=p.help
+        )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -122,8 +140,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     for command in ("solve", "simulate"):
         p_cmd = sub.add_parser(command, help=f"{command} one model, print JSON")
-        models = p_cmd.add_subparsers(dest="model", required=True, parser_class=_Parser,
-                                      metavar="MODEL")
+        models = p_cmd.add_subparsers(
+            dest="model", required=True, parser_class=_Parser, metavar="MODEL"
+        )
         for slug, spec in MODELS.items():
             if getattr(spec, command) is None:
                 continue
@@ -131,10 +150,18 @@ def build_parser() -> argparse.ArgumentParser:
             _add_params(p_model, spec.params)
             if command == "simulate":
                 _add_params(p_model, spec.sim_params)
-                p_model.add_argument("--no-replace", dest="replace", action="store_false",
-                                     help="sample the d servers without replacement")
-                p_model.add_argument("--progress", choices=("auto", "on", "off"), default="auto",
-                                     help="progress bar on stderr (auto: for long runs)")
+                p_model.add_argument(
+                    "--no-replace",
+                    dest="replace",
+                    action="store_false",
+                    help="sample the d servers without replacement",
+                )
+                p_model.add_argument(
+                    "--progress",
+                    choices=("auto", "on", "off"),
+                    default="auto",
+                    help="progress bar on stderr (auto: for long runs)",
+                )
         for slug in PLANNED:
             models.add_parser(slug, help=f"{slug}: not implemented yet")
     return parser

@@ -70,7 +70,14 @@ def _schema_error(error: jsonschema.ValidationError) -> ConfigError:
     if error.validator == "required":
         missing = error.message.split("'")[1] if "'" in error.message else error.message
         return ConfigError(_dotted([*path, missing]), "required key is missing")
-    return ConfigError(_dotted(path), error.message)
+    message = error.message
+    if error.validator == "type" and isinstance(error.instance, str):
+        try:
+            float(error.instance)
+            message += " (YAML reads 1e8 as text: write 1.0e+8 or 100000000)"
+        except ValueError:
+            pass
+    return ConfigError(_dotted(path), message)
 
 
 def load_schema(schema_path: str | Path = SCHEMA_PATH) -> dict[str, Any]:

@@ -40,7 +40,9 @@ def point_params(config: Mapping[str, Any], artifact_id: str, point_id: str) -> 
     return table[point_id]
 
 
-def compute_point(config: Mapping[str, Any], artifact_id: str, point_id: str, out: str | Path) -> None:
+def compute_point(
+    config: Mapping[str, Any], artifact_id: str, point_id: str, out: str | Path
+) -> None:
     """Run one point's computation with its own random stream and write its tidy rows.
 
     The stream depends only on (seed, artifact id, point id), so a point gives the same
@@ -70,7 +72,9 @@ def plot_artifact(
     save_figure(fig, png, svg)
 
 
-def check_artifact(config: Mapping[str, Any], artifact_id: str, table: str | Path, out: str | Path) -> None:
+def check_artifact(
+    config: Mapping[str, Any], artifact_id: str, table: str | Path, out: str | Path
+) -> None:
     """Check the artifact's claims against its table and write checks.json."""
     artifact = registry.get(artifact_id)
     claims = artifact.check(read_table(table), artifact_config(config, artifact_id))

@@ -68,19 +68,29 @@ def _compute_tail(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
     rows += [r | params for r in _u_rows("mf", mf.u, kmax)]
     rows += [r | params | {"N": N} for r in _u_rows("rmf", rmf.u + np.r_[0, rmf.V] / N, kmax)]
     sim = model.simulate(
-        lam=rho, d=d, N=N, horizon=p["horizon"], warmup=p["warmup"], seed=seed,
-        batches=p["batches"], replace=p["replace"],
+        lam=rho,
+        d=d,
+        N=N,
+        horizon=p["horizon"],
+        warmup=p["warmup"],
+        seed=seed,
+        batches=p["batches"],
+        replace=p["replace"],
     )
     for k in range(kmax + 1):
-        inside = k < len(sim.u)
+        inside = k < len(sim.u_all)
         rows.append(
             params
             | {
-                "method": "sim", "quantity": "u", "k": k,
-                "value": float(sim.u[k]) if inside else 0.0,
-                "ci_low": float(sim.u_ci_low[k]) if inside else 0.0,
-                "ci_high": float(sim.u_ci_high[k]) if inside else 0.0,
-                "N": N, "seed": seed.entropy, "batches": p["batches"],
+                "method": "sim",
+                "quantity": "u",
+                "k": k,
+                "value": float(sim.u_all[k]) if inside else 0.0,
+                "ci_low": float(sim.u_all_ci_low[k]) if inside else 0.0,
+                "ci_high": float(sim.u_all_ci_high[k]) if inside else 0.0,
+                "N": N,
+                "seed": seed.entropy,
+                "batches": p["batches"],
                 "measured_time": p["horizon"] - p["warmup"],
             }
         )
@@ -89,10 +99,16 @@ def _compute_tail(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
     rows.append(
         params
         | {
-            "method": "sim", "quantity": "mean_jobs", "value": sim.mean_jobs,
-            "ci_low": sim.mean_jobs_ci[0], "ci_high": sim.mean_jobs_ci[1], "N": N,
-            "seed": seed.entropy, "batches": p["batches"],
-            "events": sim.events, "events_per_second": sim.events_per_second,
+            "method": "sim",
+            "quantity": "mean_jobs",
+            "value": sim.mean_jobs,
+            "ci_low": sim.mean_jobs_ci[0],
+            "ci_high": sim.mean_jobs_ci[1],
+            "N": N,
+            "seed": seed.entropy,
+            "batches": p["batches"],
+            "events": sim.events,
+            "events_per_second": sim.events_per_second,
         }
     )
     return rows
@@ -136,7 +152,9 @@ def _within_ci_claim(rows: Rows, rho: float, d: int, ref: str, source: str, kmax
     )
 
 
-def _loglog_slope(u: dict[int, float], lo: float = 1e-6, hi: float = 0.5) -> tuple[float, list[int]]:
+def _loglog_slope(
+    u: dict[int, float], lo: float = 1e-6, hi: float = 0.5
+) -> tuple[float, list[int]]:
     """Least-squares slope of log(−log u_k) over the deepest ≤3 levels with lo ≤ u_k ≤ hi."""
     levels = [k for k in sorted(u) if k >= 1 and lo <= u[k] <= hi][-3:]
     if len(levels) < 2:
@@ -153,7 +171,9 @@ def _check_tail(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
             claims.append(_within_ci_claim(rows, rho, d, "rmf", "lbrepro"))
     for rho in cfg["rho"]:
         for d in (d for d in cfg["d"] if d >= 2):
-            sim = {r["k"]: r["value"] for r in select(rows, method="sim", quantity="u", rho=rho, d=d)}
+            sim = {
+                r["k"]: r["value"] for r in select(rows, method="sim", quantity="u", rho=rho, d=d)
+            }
             cf = {r["k"]: r["value"] for r in select(rows, method="cf", quantity="u", rho=rho, d=d)}
             # Resolution of the simulation: nothing below a few events per N·T.
             floor = 10.0 / (cfg["N"] * (cfg["horizon"] - cfg["warmup"]))
@@ -193,29 +213,62 @@ def _plot_tail(rows: Rows, cfg: Mapping[str, Any]):
             mf = select(rows, method="mf", quantity="u", rho=rho, d=d)
             sim = select(rows, method="sim", quantity="u", rho=rho, d=d)
             ks = [r["k"] for r in cf if r["value"] > 1e-12]
-            ax_tail.semilogy(ks, [r["value"] for r in cf if r["k"] in ks], color=c,
-                             **METHOD_STYLE["cf"] | {"label": f"d={d}"})
-            ax_tail.semilogy([r["k"] for r in mf if r["k"] in ks],
-                             [r["value"] for r in mf if r["k"] in ks],
-                             color=c, alpha=0.6, **METHOD_STYLE["mf"] | {"label": None})
+            ax_tail.semilogy(
+                ks,
+                [r["value"] for r in cf if r["k"] in ks],
+                color=c,
+                **METHOD_STYLE["cf"] | {"label": f"d={d}"},
+            )
+            ax_tail.semilogy(
+                [r["k"] for r in mf if r["k"] in ks],
+                [r["value"] for r in mf if r["k"] in ks],
+                color=c,
+                alpha=0.6,
+                **METHOD_STYLE["mf"] | {"label": None},
+            )
             pos = [r for r in sim if r["value"] > 0]
             ax_tail.errorbar(
-                [r["k"] for r in pos], [r["value"] for r in pos],
-                yerr=[[r["value"] - r["ci_low"] for r in pos], [r["ci_high"] - r["value"] for r in pos]],
-                color=c, capsize=2, **METHOD_STYLE["sim"] | {"label": None},
+                [r["k"] for r in pos],
+                [r["value"] for r in pos],
+                yerr=[
+                    [r["value"] - r["ci_low"] for r in pos],
+                    [r["ci_high"] - r["value"] for r in pos],
+                ],
+                color=c,
+                capsize=2,
+                **METHOD_STYLE["sim"] | {"label": None},
             )
             if d >= 2:
-                ll = [(r["k"], math.log(-math.log(r["value"]))) for r in cf if 1 <= r["k"] and 1e-300 < r["value"] < 1]
-                ax_ll.plot(*zip(*ll, strict=True), color=c, **METHOD_STYLE["cf"] | {"label": f"d={d}"})
-                sl = [(r["k"], math.log(-math.log(r["value"]))) for r in pos if r["k"] >= 1 and r["value"] < 1]
+                ll = [
+                    (r["k"], math.log(-math.log(r["value"])))
+                    for r in cf
+                    if 1 <= r["k"] and 1e-300 < r["value"] < 1
+                ]
+                ax_ll.plot(
+                    *zip(*ll, strict=True), color=c, **METHOD_STYLE["cf"] | {"label": f"d={d}"}
+                )
+                sl = [
+                    (r["k"], math.log(-math.log(r["value"])))
+                    for r in pos
+                    if r["k"] >= 1 and r["value"] < 1
+                ]
                 if sl:
-                    ax_ll.plot(*zip(*sl, strict=True), color=c, **METHOD_STYLE["sim"] | {"label": None})
+                    ax_ll.plot(
+                        *zip(*sl, strict=True), color=c, **METHOD_STYLE["sim"] | {"label": None}
+                    )
                 k0, y0 = ll[-1]
                 ax_ll.plot([k0 - 3, k0], [y0 - 3 * math.log(d), y0], color="0.5", lw=0.8, ls="-.")
-        ax_tail.set(xlabel="k (jobs)", ylabel="u_k = fraction of servers with ≥ k jobs",
-                    title=f"ρ = {rho:g}: tail (N = {cfg['N']} simulation)", ylim=(1e-7, 1.5))
-        ax_ll.set(xlabel="k (jobs)", ylabel="log(−log u_k)",
-                  title=f"ρ = {rho:g}: doubly exponential decay (grey: slope log d)")
+        ax_tail.set(
+            xlabel="k (jobs)",
+            ylabel="u_k = fraction of servers with ≥ k jobs",
+            title=f"ρ = {rho:g}: tail (N = {cfg['N']} simulation)",
+            ylim=(1e-7, 1.5),
+        )
+        ax_ll.set(
+            xlabel="k (jobs)",
+            ylabel="log(−log u_k)",
+            title=f"ρ = {rho:g}: doubly exponential decay (grey: slope log d)",
+        )
         ax_tail.legend(loc="lower left", ncols=2)
         ax_ll.legend(loc="upper left")
     handles = [
@@ -232,7 +285,9 @@ def _summary_tail(rows: Rows) -> Rows:
         cf = select(rows, method="cf", quantity="mean_jobs", rho=rho, d=d)[0]["value"]
         out.append(
             {
-                "ρ": rho, "d": d, "N": r["N"],
+                "ρ": rho,
+                "d": d,
+                "N": r["N"],
                 "E[jobs/server] closed form": f"{cf:.5f}",
                 "simulation (95% CI)": f"{r['value']:.5f} [{r['ci_low']:.5f}, {r['ci_high']:.5f}]",
                 "events/s": f"{r['events_per_second']:.3g}",
@@ -286,8 +341,13 @@ def _validate_accuracy(cfg: Mapping[str, Any]) -> None:
 def _accuracy_points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return {
         f"rho{rho:g}-d{d}-N{N}": {
-            "rho": rho, "d": d, "N": N, "horizon": cfg["warmup"] + cfg["server_time"] / N,
-            "warmup": cfg["warmup"], "batches": cfg["batches"], "replace": cfg["replace"],
+            "rho": rho,
+            "d": d,
+            "N": N,
+            "horizon": cfg["warmup"] + cfg["server_time"] / N,
+            "warmup": cfg["warmup"],
+            "batches": cfg["batches"],
+            "replace": cfg["replace"],
         }
         for rho, d in cfg["cases"]
         for N in cfg["N"]
@@ -300,18 +360,38 @@ def _compute_accuracy(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
     rmf = model.refined(rho, d)
     mf_jobs = model.mean_jobs(rmf.u)
     sim = model.simulate(
-        lam=rho, d=d, N=N, horizon=p["horizon"], warmup=p["warmup"], seed=seed,
-        batches=p["batches"], replace=p["replace"],
+        lam=rho,
+        d=d,
+        N=N,
+        horizon=p["horizon"],
+        warmup=p["warmup"],
+        seed=seed,
+        batches=p["batches"],
+        replace=p["replace"],
     )
     return [
         params | {"method": "mf", "quantity": "mean_jobs", "value": mf_jobs, "N": N},
-        params | {"method": "rmf", "quantity": "mean_jobs", "value": mf_jobs + float(np.sum(rmf.V)) / N,
-                  "N": N, "rmf_coefficient": float(np.sum(rmf.V))},
-        params | {
-            "method": "sim", "quantity": "mean_jobs", "value": sim.mean_jobs,
-            "ci_low": sim.mean_jobs_ci[0], "ci_high": sim.mean_jobs_ci[1], "N": N,
-            "seed": seed.entropy, "batches": p["batches"], "horizon": p["horizon"],
-            "events": sim.events, "events_per_second": sim.events_per_second,
+        params
+        | {
+            "method": "rmf",
+            "quantity": "mean_jobs",
+            "value": mf_jobs + float(np.sum(rmf.V)) / N,
+            "N": N,
+            "rmf_coefficient": float(np.sum(rmf.V)),
+        },
+        params
+        | {
+            "method": "sim",
+            "quantity": "mean_jobs",
+            "value": sim.mean_jobs,
+            "ci_low": sim.mean_jobs_ci[0],
+            "ci_high": sim.mean_jobs_ci[1],
+            "N": N,
+            "seed": seed.entropy,
+            "batches": p["batches"],
+            "horizon": p["horizon"],
+            "events": sim.events,
+            "events_per_second": sim.events_per_second,
         },
     ]
 
@@ -319,7 +399,9 @@ def _compute_accuracy(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
 def _errors(rows: Rows, rho: float, d: int, method: str) -> list[tuple[int, float, float]]:
     """(N, sim − method, CI half-width) for one case, sorted by N."""
     out = []
-    for s in sorted(select(rows, method="sim", quantity="mean_jobs", rho=rho, d=d), key=lambda r: r["N"]):
+    for s in sorted(
+        select(rows, method="sim", quantity="mean_jobs", rho=rho, d=d), key=lambda r: r["N"]
+    ):
         ref = select(rows, method=method, quantity="mean_jobs", rho=rho, d=d, N=s["N"])[0]["value"]
         out.append((s["N"], s["value"] - ref, (s["ci_high"] - s["ci_low"]) / 2))
     return out
@@ -334,13 +416,23 @@ def _error_slope_claim(rows: Rows, rho: float, d: int, method: str, order: int) 
     tol = 0.35 * order
     if len(resolved) < 2:
         unresolved = ", ".join(f"N={N}: {e:+.2e}±{h:.1e}" for N, e, h in errs)
-        return Claim(claim, -order, "error not resolved at ≥ 2 values of N", tol, False,
-                     details=f"sim − {method} (±95% half-width): {unresolved}",
-                     source="paper" if method == "mf" else "lbrepro")
+        return Claim(
+            claim,
+            -order,
+            "error not resolved at ≥ 2 values of N",
+            tol,
+            False,
+            details=f"sim − {method} (±95% half-width): {unresolved}",
+            source="paper" if method == "mf" else "lbrepro",
+        )
     Ns, es = zip(*resolved, strict=True)
     slope = float(np.polyfit(np.log(Ns), np.log(es), 1)[0])
     return Claim(
-        claim, -order, round(slope, 3), tol, abs(slope + order) <= tol,
+        claim,
+        -order,
+        round(slope, 3),
+        tol,
+        abs(slope + order) <= tol,
         details="log–log fit over N=" + ", ".join(map(str, Ns)),
         source="paper" if method == "mf" else "lbrepro",
     )
@@ -373,19 +465,36 @@ def _plot_accuracy(rows: Rows, cfg: Mapping[str, Any]):
     Ngrid = np.geomspace(min(cfg["N"]), max(cfg["N"]), 100)
     for i, (rho, d) in enumerate(cfg["cases"]):
         c = color(i)
-        sim = sorted(select(rows, method="sim", quantity="mean_jobs", rho=rho, d=d), key=lambda r: r["N"])
+        sim = sorted(
+            select(rows, method="sim", quantity="mean_jobs", rho=rho, d=d), key=lambda r: r["N"]
+        )
         mf = select(rows, method="mf", quantity="mean_jobs", rho=rho, d=d)[0]["value"]
         coef = select(rows, method="rmf", quantity="mean_jobs", rho=rho, d=d)[0]["rmf_coefficient"]
-        ax_val.errorbar([r["N"] for r in sim], [r["value"] for r in sim],
-                        yerr=[[r["value"] - r["ci_low"] for r in sim], [r["ci_high"] - r["value"] for r in sim]],
-                        color=c, capsize=2, **METHOD_STYLE["sim"] | {"label": f"ρ={rho:g}, d={d}"})
+        ax_val.errorbar(
+            [r["N"] for r in sim],
+            [r["value"] for r in sim],
+            yerr=[
+                [r["value"] - r["ci_low"] for r in sim],
+                [r["ci_high"] - r["value"] for r in sim],
+            ],
+            color=c,
+            capsize=2,
+            **METHOD_STYLE["sim"] | {"label": f"ρ={rho:g}, d={d}"},
+        )
         ax_val.axhline(mf, color=c, **METHOD_STYLE["mf"] | {"label": None})
         ax_val.plot(Ngrid, mf + coef / Ngrid, color=c, **METHOD_STYLE["rmf"] | {"label": None})
         for method, marker in (("mf", "o"), ("rmf", "s")):
             errs = _errors(rows, rho, d, method)
-            ax_err.errorbar([N for N, _, _ in errs], [abs(e) for _, e, _ in errs],
-                            yerr=[h for _, _, h in errs], color=c, marker=marker, capsize=2,
-                            ls="--" if method == "mf" else ":", mfc="white" if method == "rmf" else c)
+            ax_err.errorbar(
+                [N for N, _, _ in errs],
+                [abs(e) for _, e, _ in errs],
+                yerr=[h for _, _, h in errs],
+                color=c,
+                marker=marker,
+                capsize=2,
+                ls="--" if method == "mf" else ":",
+                mfc="white" if method == "rmf" else c,
+            )
     n0 = min(cfg["N"])
     ax_err.plot(Ngrid, 1.0 * n0 / Ngrid, color="0.5", lw=0.8, ls="-.", label="∝ 1/N")
     ax_err.plot(Ngrid, 0.1 * (n0 / Ngrid) ** 2, color="0.5", lw=0.8, ls=(0, (1, 3)), label="∝ 1/N²")
@@ -393,10 +502,19 @@ def _plot_accuracy(rows: Rows, cfg: Mapping[str, Any]):
     ax_err.plot([], [], color="k", marker="s", mfc="white", ls=":", label="|sim − refined MF|")
     ax_val.plot([], [], color="k", **METHOD_STYLE["mf"])
     ax_val.plot([], [], color="k", **METHOD_STYLE["rmf"])
-    ax_val.set(xscale="log", xlabel="N (servers)", ylabel="E[jobs per server]",
-               title="Mean jobs per server vs N")
-    ax_err.set(xscale="log", yscale="log", xlabel="N (servers)",
-               ylabel="|error| in E[jobs per server]", title="Error of the approximations")
+    ax_val.set(
+        xscale="log",
+        xlabel="N (servers)",
+        ylabel="E[jobs per server]",
+        title="Mean jobs per server vs N",
+    )
+    ax_err.set(
+        xscale="log",
+        yscale="log",
+        xlabel="N (servers)",
+        ylabel="|error| in E[jobs per server]",
+        title="Error of the approximations",
+    )
     ax_val.legend(loc="best")
     ax_err.legend(loc="lower left")
     return fig
@@ -404,17 +522,25 @@ def _plot_accuracy(rows: Rows, cfg: Mapping[str, Any]):
 
 def _summary_accuracy(rows: Rows) -> Rows:
     out: Rows = []
-    for s in sorted(select(rows, method="sim", quantity="mean_jobs"), key=lambda r: (r["rho"], r["d"], r["N"])):
+    for s in sorted(
+        select(rows, method="sim", quantity="mean_jobs"), key=lambda r: (r["rho"], r["d"], r["N"])
+    ):
         key = {"rho": s["rho"], "d": s["d"], "N": s["N"]}
         mf = select(rows, method="mf", quantity="mean_jobs", **key)[0]["value"]
         rmf = select(rows, method="rmf", quantity="mean_jobs", **key)[0]["value"]
         half = (s["ci_high"] - s["ci_low"]) / 2
-        out.append({
-            "ρ": s["rho"], "d": s["d"], "N": s["N"],
-            "simulation": f"{s['value']:.5f} ± {half:.1e}",
-            "mean field": f"{mf:.5f}", "refined MF": f"{rmf:.5f}",
-            "sim − MF": f"{s['value'] - mf:+.2e}", "sim − RMF": f"{s['value'] - rmf:+.2e}",
-        })
+        out.append(
+            {
+                "ρ": s["rho"],
+                "d": s["d"],
+                "N": s["N"],
+                "simulation": f"{s['value']:.5f} ± {half:.1e}",
+                "mean field": f"{mf:.5f}",
+                "refined MF": f"{rmf:.5f}",
+                "sim − MF": f"{s['value'] - mf:+.2e}",
+                "sim − RMF": f"{s['value'] - rmf:+.2e}",
+            }
+        )
     return out
 
 

@@ -15,7 +15,17 @@ from typing import Any
 
 import numpy as np
 
-LEADING_COLUMNS = ("artifact", "point", "method", "quantity", "value", "ci_low", "ci_high", "N", "seed")
+LEADING_COLUMNS = (
+    "artifact",
+    "point",
+    "method",
+    "quantity",
+    "value",
+    "ci_low",
+    "ci_high",
+    "N",
+    "seed",
+)
 
 
 def _plain(value: Any) -> Any:
