@@ -148,3 +148,23 @@ def test_integral_float_d_is_accepted():
     np.testing.assert_array_equal(
         sm.fixed_point_closed_form(0.9, 2.0), sm.fixed_point_closed_form(0.9, 2)
     )
+
+
+def test_d1_refined_shortcut_matches_generic_computation():
+    """refined(d=1) returns V = 0 without the generic path; the generic path agrees."""
+    lam = 0.7
+    short = sm.refined(lam, 1)
+    fp = sm.fixed_point(lam, 1)
+    generic = sm.population_model(lam, 1, 1.0, fp.K).refined(fp.u[1:])
+    assert np.max(np.abs(generic.V)) < 1e-10
+    assert np.all(short.V == 0.0)
+    np.testing.assert_allclose(short.u, fp.u)
+
+
+def test_initial_counts_round_fixed_point_to_n_servers():
+    for N in (1, 7, 10, 1000):
+        counts = sm.initial_counts(0.9, 2, N)
+        assert counts.sum() == N and counts.min() >= 0
+    counts = sm.initial_counts(0.9, 2, 1000)[0]
+    tail = counts[::-1].cumsum()[::-1] / 1000
+    np.testing.assert_allclose(tail[:4], sm.fixed_point_closed_form(0.9, 2)[:4], atol=1e-3)

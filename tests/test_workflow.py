@@ -53,17 +53,22 @@ def test_dry_run_with_slurm_profile():
 @pytest.mark.parametrize(
     ("override", "key"),
     [
-        ("supermarket-tail={'rho': [1.5], 'd': [2], 'N': 10, 'horizon': 10, 'warmup': 1, 'kmax': 5}",
-         "supermarket-tail.rho[0]"),
-        ("seed=-3", "seed"),
+        ("supermarket-tail:\n  rho: [0.9, 1.5]\n", "supermarket-tail.rho[1]"),
+        ("supermarket-accuracy:\n  cases: [[0.9, 0]]\n", "supermarket-accuracy.cases[0][1]"),
+        ("seed: -3\n", "seed"),
+        ("supermarket-tail:\n  colour: red\n", "supermarket-tail.colour"),
     ],
 )
 def test_bad_config_stops_before_any_job(tmp_path, override, key):
-    run = snakemake("-n", "--cores", "1", "--directory", str(tmp_path), "--config", override)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(override)
+    run = snakemake("-n", "--cores", "1", "--directory", str(tmp_path), "--configfile",
+                    str(ROOT / "config" / "config.yaml"), str(bad))
     assert run.returncode != 0
     err = run.stdout + run.stderr
-    assert key in err, err
-    assert "Traceback" not in err, err
+    assert f"invalid configuration: {key}:" in err, err
+    assert "Traceback" not in err and "File " not in err, err
+    assert not (tmp_path / "results").exists()
 
 
 @pytest.mark.slow

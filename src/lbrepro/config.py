@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -72,11 +73,10 @@ def _schema_error(error: jsonschema.ValidationError) -> ConfigError:
         return ConfigError(_dotted([*path, missing]), "required key is missing")
     message = error.message
     if error.validator == "type" and isinstance(error.instance, str):
-        try:
-            float(error.instance)
+        if re.fullmatch(r"[+-]?\d+(\.\d*)?[eE]\d+", error.instance):
             message += " (YAML reads 1e8 as text: write 1.0e+8 or 100000000)"
-        except ValueError:
-            pass
+        elif re.fullmatch(r"[+-]?\d+(\.\d*)?", error.instance):
+            message += " (a number written as text: drop the quotes)"
     return ConfigError(_dotted(path), message)
 
 

@@ -1,6 +1,8 @@
 # Shared workflow logic: config validation before any job runs, wildcard constraints, and
 # input functions. Targets come from the artifact registry (lbrepro.artifacts.registry), the
 # same list the CLI and the report enumerate.
+import sys
+
 from lbrepro.artifacts.registry import (
     CHECKS,
     FIGURE_PNG,
@@ -18,7 +20,8 @@ from lbrepro.pipeline import point_params, points
 try:
     validate_config(config, workflow.source_path("../schemas/config.schema.yaml"))
 except ConfigError as err:
-    raise WorkflowError(f"invalid configuration: {err}") from None
+    # One clear line naming the key, before any job runs (no traceback).
+    sys.exit(f"invalid configuration: {err}")
 
 
 wildcard_constraints:

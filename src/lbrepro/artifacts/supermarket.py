@@ -66,7 +66,7 @@ def _compute_tail(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
     rows: Rows = []
     rows += [r | params for r in _u_rows("cf", cf, kmax)]
     rows += [r | params for r in _u_rows("mf", mf.u, kmax)]
-    rows += [r | params | {"N": N} for r in _u_rows("rmf", rmf.u + np.r_[0, rmf.V] / N, kmax)]
+    rows += [r | params | {"N": N} for r in _u_rows("rmf", rmf.u + rmf.V / N, kmax)]
     sim = model.simulate(
         lam=rho,
         d=d,

@@ -33,6 +33,7 @@ from scipy.integrate import solve_ivp
 from lbrepro.core.equilibrium import solve_truncated
 from lbrepro.core.errors import ConfigError, ConvergenceError, UnstableError
 from lbrepro.meanfield.population import PopulationModel
+from lbrepro.sim.occupancy import OccupancySimResult, simulate_occupancy
 
 __all__ = [
     "MeanFieldResult",
@@ -45,6 +46,7 @@ __all__ = [
     "ode",
     "population_model",
     "refined",
+    "simulate",
     "solve",
 ]
 
@@ -246,8 +248,8 @@ class RefinedSupermarket:
         Fixed point ``(u_0, …, u_K)``.
     V : ndarray, shape (K + 1,)
         1/N coefficients (``V_0 = 0``).
-    W : ndarray, shape (K, K)
-        1/N coefficient of ``Cov(u_1..u_K)``.
+    W : ndarray, shape (K, K), or None
+        1/N coefficient of ``Cov(u_1..u_K)`` (None for d = 1, where it is not needed).
     K : int
         Truncation level.
     mean_jobs : float
@@ -261,7 +263,7 @@ class RefinedSupermarket:
 
     u: np.ndarray
     V: np.ndarray
-    W: np.ndarray
+    W: np.ndarray | None
     K: int
     mean_jobs: float
     mean_jobs_coefficient: float
@@ -286,6 +288,17 @@ def refined(lam: float, d: int, mu: float = 1.0, *, tol: float = 1e-14) -> Refin
     """
     lam, d, mu = _validate(lam, d, mu)
     fp = fixed_point(lam, d, mu, tol=tol)
+    if d == 1:
+        # d = 1: every rate is linear in u, so the Hessian term — and V — vanish exactly (the N
+        # servers are independent M/M/1 queues and E[u_k]_N = ρ^k for every N). Skipping the
+        # generic path matters here: near ρ = 1 the truncation needs thousands of levels and
+        # the Lyapunov solve is O(K³). tests/test_supermarket_meanfield.py checks the shortcut
+        # against the generic computation.
+        return RefinedSupermarket(
+            u=fp.u, V=np.zeros_like(fp.u), W=None, K=fp.K, mean_jobs=mean_jobs(fp.u),
+            mean_jobs_coefficient=0.0, success=True, residual=0.0, num_iter=fp.num_iter,
+            method=f"{fp.method}+linear", message="d = 1: linear drift, V = 0 exactly",
+        )
     rr = population_model(lam, d, mu, fp.K).refined(fp.u[1:])
     V = np.concatenate([[0.0], rr.V])
     return RefinedSupermarket(
@@ -365,3 +378,50 @@ def solve(lam: float, d: int, mu: float = 1.0) -> dict[str, Any]:
             "mean_jobs_coefficient": rr.mean_jobs_coefficient,
         },
     }
+
+
+def initial_counts(lam: float, d: int, N: int, mu: float = 1.0) -> np.ndarray:
+    """The mean-field fixed point rounded to N servers: counts of servers with exactly k jobs.
+
+    Starting a simulation here instead of empty shortens the transient it must discard
+    (near ρ = 1 the empty start needs ~1/(1 − ρ)² time units to forget). Largest-remainder
+    rounding keeps the total exactly N. Shape (1, K + 1), the layout ``simulate_occupancy``
+    takes for one server type.
+    """
+    u = fixed_point_closed_form(lam, d, mu, tol=0.1 / N)
+    exact = N * (u - np.append(u[1:], 0.0))
+    counts = np.floor(exact).astype(np.int64)
+    short = N - int(counts.sum())
+    counts[np.argsort(counts - exact)[:short]] += 1
+    return counts[None, :]
+
+
+def simulate(
+    *,
+    lam: float,
+    d: int,
+    N: int,
+    horizon: float,
+    warmup: float,
+    seed: np.random.SeedSequence | int,
+    mu: float = 1.0,
+    batches: int = 20,
+    replace: bool = True,
+    progress: bool = False,
+    start: str = "fixed_point",
+) -> OccupancySimResult:
+    """Simulate the supermarket model with N servers (thin call into the occupancy kernel).
+
+    ``start`` is ``"fixed_point"`` (the mean-field fixed point rounded to N servers; see
+    :func:`initial_counts`) or ``"empty"``. The warm-up is discarded either way.
+    """
+    lam, d, mu = _validate(lam, d, mu)
+    if isinstance(N, bool) or not isinstance(N, numbers.Integral) or N < 1:
+        raise ConfigError("N", f"number of servers must be an integer >= 1, got {N!r}")
+    if start not in ("fixed_point", "empty"):
+        raise ConfigError("start", f"must be 'fixed_point' or 'empty', got {start!r}")
+    initial = initial_counts(lam, d, int(N), mu) if start == "fixed_point" else None
+    return simulate_occupancy(
+        lam=lam, mu=mu, N=N, d=d, horizon=horizon, warmup=warmup, seed=seed, batches=batches,
+        replace=replace, progress=progress, initial=initial,
+    )
