@@ -13,8 +13,9 @@ from lbrepro.cli import main
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "lbrepro", *args], capture_output=True, text=True,
-                          timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "lbrepro", *args], capture_output=True, text=True, timeout=300
+    )
 
 
 def test_list_names_every_registered_artifact(capsys):
@@ -35,8 +36,22 @@ def test_solve_supermarket_json(capsys):
 
 
 def test_simulate_supermarket_json_has_cis():
-    run_ = run("simulate", "supermarket", "--lam", "0.9", "--d", "2", "--N", "200",
-               "--horizon", "2000", "--warmup", "200", "--seed", "3")
+    run_ = run(
+        "simulate",
+        "supermarket",
+        "--lam",
+        "0.9",
+        "--d",
+        "2",
+        "--N",
+        "200",
+        "--horizon",
+        "2000",
+        "--warmup",
+        "200",
+        "--seed",
+        "3",
+    )
     assert run_.returncode == 0, run_.stderr
     out = json.loads(run_.stdout)
     for key in ("u", "mean_jobs", "mean_sojourn", "ci", "N", "seed", "events", "events_per_second"):
@@ -55,11 +70,31 @@ def test_simulate_supermarket_json_has_cis():
         (["solve", "supermarket", "--lam", "abc", "--d", "2"], "--lam"),
         (["solve", "supermarket", "--d", "2"], "--lam"),
         (["solve", "nosuchmodel", "--lam", "0.5"], "nosuchmodel"),
-        (["simulate", "supermarket", "--lam", "0.9", "--d", "2", "--N", "0", "--horizon", "10"], "N"),
-        (["simulate", "supermarket", "--lam", "0.9", "--d", "2", "--N", "10", "--horizon", "10",
-          "--warmup", "20"], "warmup"),
-        (["simulate", "supermarket", "--lam", "1.0", "--d", "2", "--N", "10", "--horizon", "10"],
-         "unstable"),
+        (
+            ["simulate", "supermarket", "--lam", "0.9", "--d", "2", "--N", "0", "--horizon", "10"],
+            "N",
+        ),
+        (
+            [
+                "simulate",
+                "supermarket",
+                "--lam",
+                "0.9",
+                "--d",
+                "2",
+                "--N",
+                "10",
+                "--horizon",
+                "10",
+                "--warmup",
+                "20",
+            ],
+            "warmup",
+        ),
+        (
+            ["simulate", "supermarket", "--lam", "1.0", "--d", "2", "--N", "10", "--horizon", "10"],
+            "unstable",
+        ),
         (["solve", "hetero"], "not implemented"),
     ],
 )

@@ -50,7 +50,11 @@ def _set(config, path, value):
         (("supermarket-tail", "horizon"), -1, "supermarket-tail.horizon"),
         (("supermarket-tail", "warmup"), 1e9, "supermarket-tail.warmup"),
         (("supermarket-tail", "colour"), "red", "supermarket-tail.colour"),  # unknown key
-        (("supermarket-accuracy", "cases"), [[0.95, 2], [1.1, 2]], "supermarket-accuracy.cases[1][0]"),
+        (
+            ("supermarket-accuracy", "cases"),
+            [[0.95, 2], [1.1, 2]],
+            "supermarket-accuracy.cases[1][0]",
+        ),
         (("supermarket-accuracy", "cases"), [[0.9, 0]], "supermarket-accuracy.cases[0][1]"),
         (("simulation", "batches"), 1, "simulation.batches"),
         (("seed",), "abc", "seed"),

@@ -18,7 +18,12 @@ def test_tail_at_n1000_matches_closed_form_within_ci():
         half = (sim.u_all_ci_high[k] - sim.u_all_ci_low[k]) / 2
         # 1.4: Bonferroni over 4 levels (t_{19}(1-0.05/8)/t_{19}(0.975) ≈ 1.33) plus the O(1/N)
         # bias, which at N = 1000 is below 1e-3·u_k here.
-        assert abs(sim.u_all[k] - cf[k]) <= 1.4 * half + 1e-3 * cf[k], (k, sim.u_all[k], cf[k], half)
+        assert abs(sim.u_all[k] - cf[k]) <= 1.4 * half + 1e-3 * cf[k], (
+            k,
+            sim.u_all[k],
+            cf[k],
+            half,
+        )
 
 
 def test_refined_mean_field_removes_the_1_over_n_bias_at_small_n():

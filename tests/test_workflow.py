@@ -24,7 +24,10 @@ QUICK = ["--configfile", str(ROOT / "config" / "config.yaml"), str(ROOT / "confi
 def snakemake(*args: str, cwd: Path = ROOT, timeout: int = 600) -> subprocess.CompletedProcess:
     return subprocess.run(
         [*SNAKEMAKE, "--snakefile", str(ROOT / "Snakefile"), *args],
-        cwd=cwd, capture_output=True, text=True, timeout=timeout,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
 
 
@@ -62,8 +65,16 @@ def test_dry_run_with_slurm_profile():
 def test_bad_config_stops_before_any_job(tmp_path, override, key):
     bad = tmp_path / "bad.yaml"
     bad.write_text(override)
-    run = snakemake("-n", "--cores", "1", "--directory", str(tmp_path), "--configfile",
-                    str(ROOT / "config" / "config.yaml"), str(bad))
+    run = snakemake(
+        "-n",
+        "--cores",
+        "1",
+        "--directory",
+        str(tmp_path),
+        "--configfile",
+        str(ROOT / "config" / "config.yaml"),
+        str(bad),
+    )
     assert run.returncode != 0
     err = run.stdout + run.stderr
     assert f"invalid configuration: {key}:" in err, err

@@ -99,6 +99,9 @@ def logging_to(path: str | Path | None) -> Iterator[None]:
         old_stderr, sys.stderr = sys.stderr, fh
         try:
             yield
+        except Exception:
+            logging.getLogger("lbrepro").exception("step failed")
+            raise
         finally:
             sys.stderr = old_stderr
             root.removeHandler(handler)

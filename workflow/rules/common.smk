@@ -1,6 +1,7 @@
 # Shared workflow logic: config validation before any job runs, wildcard constraints, and
 # input functions. Targets come from the artifact registry (lbrepro.artifacts.registry), the
 # same list the CLI and the report enumerate.
+import os
 import sys
 
 from lbrepro.artifacts.registry import (
@@ -22,6 +23,13 @@ try:
 except ConfigError as err:
     # One clear line naming the key, before any job runs (no traceback).
     sys.exit(f"invalid configuration: {err}")
+
+# The report's Jinja2 templates live beside the Snakefile, whatever the working directory.
+TEMPLATE_FILES = sorted(
+    os.path.join(workflow.basedir, "report", "templates", name)
+    for name in os.listdir(os.path.join(workflow.basedir, "report", "templates"))
+    if name.endswith(".j2")
+)
 
 
 wildcard_constraints:

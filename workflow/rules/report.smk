@@ -4,7 +4,7 @@
 rule report:
     input:
         report_inputs,
-        templates=workflow.source_path("../../report/templates/index.html.j2"),
+        templates=TEMPLATE_FILES,
     output:
         REPORT,
     log:

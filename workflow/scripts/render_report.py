@@ -10,5 +10,5 @@ with logging_to(snakemake.log[0]):
         snakemake.config,
         root=Path("."),
         out=Path(snakemake.output[0]),
-        templates=Path(snakemake.input.templates).parent,
+        templates=Path(snakemake.input.templates[0]).parent,
     )

@@ -295,9 +295,17 @@ def refined(lam: float, d: int, mu: float = 1.0, *, tol: float = 1e-14) -> Refin
         # the Lyapunov solve is O(K³). tests/test_supermarket_meanfield.py checks the shortcut
         # against the generic computation.
         return RefinedSupermarket(
-            u=fp.u, V=np.zeros_like(fp.u), W=None, K=fp.K, mean_jobs=mean_jobs(fp.u),
-            mean_jobs_coefficient=0.0, success=True, residual=0.0, num_iter=fp.num_iter,
-            method=f"{fp.method}+linear", message="d = 1: linear drift, V = 0 exactly",
+            u=fp.u,
+            V=np.zeros_like(fp.u),
+            W=None,
+            K=fp.K,
+            mean_jobs=mean_jobs(fp.u),
+            mean_jobs_coefficient=0.0,
+            success=True,
+            residual=0.0,
+            num_iter=fp.num_iter,
+            method=f"{fp.method}+linear",
+            message="d = 1: linear drift, V = 0 exactly",
         )
     rr = population_model(lam, d, mu, fp.K).refined(fp.u[1:])
     V = np.concatenate([[0.0], rr.V])
@@ -422,6 +430,15 @@ def simulate(
         raise ConfigError("start", f"must be 'fixed_point' or 'empty', got {start!r}")
     initial = initial_counts(lam, d, int(N), mu) if start == "fixed_point" else None
     return simulate_occupancy(
-        lam=lam, mu=mu, N=N, d=d, horizon=horizon, warmup=warmup, seed=seed, batches=batches,
-        replace=replace, progress=progress, initial=initial,
+        lam=lam,
+        mu=mu,
+        N=N,
+        d=d,
+        horizon=horizon,
+        warmup=warmup,
+        seed=seed,
+        batches=batches,
+        replace=replace,
+        progress=progress,
+        initial=initial,
     )

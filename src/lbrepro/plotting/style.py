@@ -14,8 +14,8 @@ import matplotlib
 
 matplotlib.use("Agg")  # headless: figures are files, never windows
 
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
 
 RC: dict[str, Any] = {
     "figure.dpi": 110,
