@@ -54,7 +54,7 @@ def test_points_of_one_artifact_use_independent_streams(tmp_path, quick):
     for i, point in enumerate(points):
         out = tmp_path / f"{i}.csv"
         pipeline.compute_point(quick, "supermarket-accuracy", point, out)
-        outs.append([r for r in read_table(out) if r["method"] == "sim"][0]["value"])
+        outs.append(next(r for r in read_table(out) if r["method"] == "sim")["value"])
     assert outs[0] != outs[1]
 
 
