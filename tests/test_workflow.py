@@ -18,6 +18,7 @@ from lbrepro.core.io import read_table
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
+DEFAULT = ["--configfile", str(ROOT / "config" / "config.yaml")]
 QUICK = ["--configfile", str(ROOT / "config" / "config.yaml"), str(ROOT / "config" / "quick.yaml")]
 
 
@@ -36,8 +37,8 @@ def test_lint_is_clean():
     assert run.returncode == 0, run.stdout + run.stderr
 
 
-def test_dry_run_builds_the_full_dag():
-    run = snakemake("-n", "--cores", "1")
+def test_dry_run_builds_the_full_dag(tmp_path):
+    run = snakemake("-n", "--cores", "1", "--directory", str(tmp_path), *DEFAULT)
     assert run.returncode == 0, run.stderr
     out = run.stdout + run.stderr
     config = load_config(ROOT / "config" / "config.yaml")
@@ -46,9 +47,12 @@ def test_dry_run_builds_the_full_dag():
     assert "report" in out
 
 
-def test_dry_run_with_slurm_profile():
+def test_dry_run_with_slurm_profile(tmp_path):
     pytest.importorskip("snakemake_executor_plugin_slurm")
-    run = snakemake("-n", "--workflow-profile", str(ROOT / "workflow" / "profiles" / "slurm"))
+    profile = ROOT / "workflow" / "profiles" / "slurm"
+    run = snakemake(
+        "-n", "--workflow-profile", str(profile), "--directory", str(tmp_path), *DEFAULT
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     assert "compute_point" in run.stdout + run.stderr
 
