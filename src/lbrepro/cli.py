@@ -78,6 +78,7 @@ def _simulate_supermarket(
     batches: int,
     replace: bool,
     progress: bool,
+    start: str,
 ) -> dict[str, Any]:
     from lbrepro.models import supermarket
 
@@ -92,8 +93,12 @@ def _simulate_supermarket(
         batches=batches,
         replace=replace,
         progress=progress,
+        start=start,
     )
-    return {"model": "supermarket", "params": {"lam": lam, "d": d, "mu": mu}} | result.to_dict()
+    return {
+        "model": "supermarket",
+        "params": {"lam": lam, "d": d, "mu": mu, "start": start},
+    } | result.to_dict()
 
 
 SIM_PARAMS = (
@@ -157,6 +162,12 @@ def build_parser() -> argparse.ArgumentParser:
                     help="sample the d servers without replacement",
                 )
                 p_model.add_argument(
+                    "--start",
+                    choices=("fixed_point", "empty"),
+                    default="fixed_point",
+                    help="initial state: the mean-field fixed point rounded to N servers, or empty",
+                )
+                p_model.add_argument(
                     "--progress",
                     choices=("auto", "on", "off"),
                     default="auto",
@@ -203,7 +214,7 @@ def _run_model(args: argparse.Namespace) -> dict[str, Any]:
         kwargs["warmup"] = 0.1 * kwargs["horizon"]
     expected_events = 2.0 * kwargs["lam"] * kwargs["N"] * kwargs["horizon"]
     progress = {"on": True, "off": False}.get(args.progress, expected_events >= PROGRESS_EVENTS)
-    return spec.simulate(**kwargs, replace=args.replace, progress=progress)
+    return spec.simulate(**kwargs, replace=args.replace, progress=progress, start=args.start)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
