@@ -76,22 +76,29 @@ def test_two_types_d1_are_mm1_queues_at_their_own_loads():
     assert abs(r.u_all[1] - expected_all) <= f * half_width(r.u_all_ci_low[1], r.u_all_ci_high[1])
 
 
+def enumerate_samples(N: int, d: int, replace: bool) -> list[tuple[int, ...]]:
+    """Every equally likely sample of d server labels (ordered draws, or subsets)."""
+    if replace:
+        return list(itertools.product(range(N), repeat=d))
+    return list(itertools.combinations(range(N), d))
+
+
 @functools.lru_cache
-def exact_labelled_ctmc(N: int, d: int, replace: bool, lam: float, cap: int) -> np.ndarray:
+def labelled_ctmc_law(
+    N: int, d: int, replace: bool, lam: float, cap: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Stationary law of the labelled N-server SQ(d) chain, each queue truncated at ``cap``.
 
     Built server by server (no exchangeability argument): every sample of d servers is
     enumerated with its probability, the job joins a least-occupied sampled draw chosen
     uniformly. Arrivals that would exceed ``cap`` are dropped; ``cap`` is chosen so the
-    truncated mass is negligible. Returns P[k] = E[fraction of servers with >= k jobs].
+    truncated mass is negligible. Returns (pi, occ): pi[s] is the stationary probability of
+    state s and occ[s, i] the number of jobs at server i in it.
     """
     base = cap + 1
     n_states = base**N
     stride = [base**i for i in range(N)]
-    if replace:
-        samples = list(itertools.product(range(N), repeat=d))
-    else:
-        samples = list(itertools.combinations(range(N), d))
+    samples = enumerate_samples(N, d, replace)
     p_sample = 1.0 / len(samples)
     rows, cols, vals = [], [], []
     occ = np.zeros((n_states, N), dtype=int)
@@ -121,7 +128,26 @@ def exact_labelled_ctmc(N: int, d: int, replace: bool, lam: float, cap: int) -> 
     rest = scipy.sparse.linalg.spsolve(gt[1:, 1:], -gt[1:, 0].toarray().ravel())
     pi = np.concatenate([[1.0], rest])
     pi /= pi.sum()
+    return pi, occ
+
+
+def exact_labelled_ctmc(N: int, d: int, replace: bool, lam: float, cap: int) -> np.ndarray:
+    """P[k] = E[fraction of servers with >= k jobs] under ``labelled_ctmc_law``."""
+    pi, occ = labelled_ctmc_law(N, d, replace, lam, cap)
     return np.array([pi @ (occ >= k).mean(axis=1) for k in range(cap + 1)])
+
+
+def exact_wait_probability(N: int, d: int, replace: bool, lam: float, cap: int) -> float:
+    """Stationary probability that every server of a fresh sample is busy.
+
+    By PASTA this is the probability that an arrival waits. Computed sample by sample over
+    the labelled states (for JSQ, d = N without replacement, it is P(all N servers busy)),
+    not from the occupancy formula the kernel inverts.
+    """
+    pi, occ = labelled_ctmc_law(N, d, replace, lam, cap)
+    samples = enumerate_samples(N, d, replace)
+    all_busy = np.mean([(occ[:, list(s)] >= 1).all(axis=1) for s in samples], axis=0)
+    return float(pi @ all_busy)
 
 
 @pytest.mark.parametrize(
@@ -181,6 +207,43 @@ def test_min_level_inversion_matches_the_exact_law(N, qtot, replace, d):
     assert stats.chi2.sf(chi2, max(keep.sum() - 1, 1)) > 1e-4, (hits, probs * draws)
 
 
+def test_d1_wait_probability_is_the_mm1_load():
+    # d = 1: independent M/M/1 queues, and an arrival waits iff its server is busy, which by
+    # PASTA has probability ρ.
+    rho = 0.7
+    r = simulate_occupancy(lam=rho, N=50, d=1, horizon=5.0e4, warmup=1000, seed=21)
+    hw = half_width(*r.p_wait_ci)
+    assert 0 < hw < 0.01
+    assert abs(r.p_wait - rho) <= widen(1) * hw, (r.p_wait, rho, hw)
+    # Arrivals are Poisson of rate λN over the post-warm-up time: the count is within 5 sd.
+    expected = rho * 50 * (5.0e4 - 1000)
+    assert abs(r.arrivals - expected) < 5 * math.sqrt(expected)
+
+
+@pytest.mark.parametrize(
+    ("N", "d", "replace", "cap"),
+    [(2, 2, False, 60), (3, 3, False, 20), (3, 2, False, 20), (3, 2, True, 20)],
+    ids=["JSQ-N2", "JSQ-N3", "SQ2of3-noreplace", "SQ2of3-replace"],
+)
+def test_small_n_wait_probability_matches_the_exact_labelled_chain(N, d, replace, cap):
+    # For JSQ (d = N without replacement) a job waits iff all N servers are busy.
+    lam = 0.7
+    exact = exact_wait_probability(N, d, replace, lam, cap)
+    r = simulate_occupancy(
+        lam=lam, N=N, d=d, replace=replace, horizon=3.0e5, warmup=100, seed=40 + N + d
+    )
+    hw = half_width(*r.p_wait_ci)
+    assert 0 < hw < 0.02 * exact
+    assert abs(r.p_wait - exact) <= widen(1) * hw, (r.p_wait, exact, hw)
+
+
+def test_wait_probability_schemes_differ_at_small_n():
+    # The p_wait test above can tell the sampling schemes apart (difference >> intervals).
+    with_r = exact_wait_probability(3, 2, True, 0.7, 20)
+    without = exact_wait_probability(3, 2, False, 0.7, 20)
+    assert with_r - without > 0.05
+
+
 def test_sampling_schemes_really_differ_at_small_n():
     # Guards the previous test against a kernel that ignores ``replace``: at N = 3, d = 2
     # the exact mean numbers of jobs differ by far more than the simulation's precision.
@@ -205,6 +268,17 @@ def test_power_of_two_at_n1000_is_close_to_the_mean_field_fixed_point():
         assert abs(r.u[0][k] - cf) <= f * hw + bias, (k, r.u[0][k], cf, hw)
     # Doubly exponential decay: far below the d = 1 tail already at k = 4.
     assert r.u[0][4] < 0.5 * rho**4
+
+
+def test_power_of_two_wait_probability_at_n1000_is_close_to_rho_squared():
+    # With replacement an arrival waits iff both draws are busy: p_wait = E[(Q_1/N)^2]. As
+    # E[Q_1/N] = ρ exactly (throughput), p_wait − ρ² = Var(Q_1/N) ≥ 0, of order 1/N (mean-field
+    # fluctuations of Q_1 are O(√N); d = 1 would give ρ(1 − ρ)/N); allowance 1/N.
+    rho, N = 0.9, 1000
+    r = simulate_occupancy(lam=rho, N=N, d=2, horizon=5.0e3, warmup=500, seed=22)
+    hw = half_width(*r.p_wait_ci)
+    assert 0 < hw < 0.005
+    assert abs(r.p_wait - rho**2) <= widen(1) * hw + 1.0 / N, (r.p_wait, rho**2, hw)
 
 
 def test_jsq_at_large_n_keeps_almost_no_queue():
@@ -294,6 +368,23 @@ def test_to_dict_is_json_with_the_documented_keys():
     assert d["ci"]["mean_jobs"] == list(r.mean_jobs_ci)
     assert d["ci"]["mean_sojourn"] == list(r.mean_sojourn_ci)
     assert d["seed"] == 9 and d["N"] == 20 and d["events"] == r.events
+    assert d["p_wait"] == r.p_wait and d["ci"]["p_wait"] == list(r.p_wait_ci)
+    assert d["arrivals"] == r.arrivals
+
+
+def test_wait_probability_is_an_arrival_average_with_a_batch_interval():
+    r = small_run()
+    assert isinstance(r.arrivals, int) and 0 < r.arrivals < r.events
+    assert r.p_wait_ci[0] < r.p_wait < r.p_wait_ci[1]
+    # Σ waits / Σ arrivals, centred interval from the per-batch fractions.
+    waits, arrivals = np.array([1, 3, 2]), np.array([4, 4, 2])
+    p, (low, high) = occupancy._wait_probability(waits, arrivals)
+    assert p == pytest.approx(0.6)
+    hw = stats.t.ppf(0.975, 2) * np.std([0.25, 0.75, 1.0], ddof=1) / math.sqrt(3)
+    assert (low, high) == pytest.approx((0.6 - hw, 0.6 + hw))
+    # A batch without arrivals has no fraction: the interval is undefined, not invented.
+    p, ci = occupancy._wait_probability(np.array([1, 0]), np.array([2, 0]))
+    assert p == 0.5 and all(math.isnan(x) for x in ci)
 
 
 def test_initial_state_is_used():

@@ -17,7 +17,10 @@ O(log levels + J) work, independent of N and d:
 * departure: the type is drawn ∝ μ C_j Q[j, 1], then a uniformly random busy server of that
   type, whose level is found by binary search in Q[j, ·];
 * time integrals ∫ Q[j, k] dt are accumulated lazily, only when Q[j, k] changes, and flushed
-  at batch boundaries.
+  at batch boundaries;
+* arrivals, and arrivals whose sampled minimum m is ≥ 1 (the job joins a busy server and
+  waits under FCFS), are counted per batch: their ratio is the waiting probability, an
+  arrival average that equals the time-stationary P(min of the sample ≥ 1) by PASTA.
 
 Stopping the clock at a batch boundary and drawing a fresh inter-event time in the next call
 is exact because the inter-event time is exponential (memoryless) and the state has not
@@ -149,15 +152,18 @@ def _advance(
 ):
     """Simulate events until t_end or until a queue reaches the last stored level.
 
-    Returns (status, top, t, events) with status _STATUS_OK at t_end, or _STATUS_NEED_LEVELS
-    right after the event that filled the last level (the caller grows the arrays and calls
-    again; no random number is drawn in between, so the stream does not depend on when
-    arrays grow). Never reallocates: arrays reassigned inside the hot loop would cost numba
-    reference counting on every event.
+    Returns (status, top, t, events, arrivals, waits) with status _STATUS_OK at t_end, or
+    _STATUS_NEED_LEVELS right after the event that filled the last level (the caller grows
+    the arrays and calls again; no random number is drawn in between, so the stream does not
+    depend on when arrays grow). ``waits`` counts arrivals whose sampled minimum is ≥ 1.
+    Never reallocates: arrays reassigned inside the hot loop would cost numba reference
+    counting on every event.
     """
     J = Q.shape[0]
     L = Q.shape[1]
     events = 0
+    arrivals = 0
+    waits = 0
     while True:
         dep_rate = 0.0
         for j in range(J):
@@ -165,7 +171,7 @@ def _advance(
         total_rate = lam_n + dep_rate
         dt = -math.log(uniform(state)) / total_rate
         if t + dt >= t_end:
-            return _STATUS_OK, top, t_end, events
+            return _STATUS_OK, top, t_end, events, arrivals, waits
         t += dt
         events += 1
         if uniform(state) * total_rate < lam_n:
@@ -173,6 +179,9 @@ def _advance(
             m = 0
             if policy == POLICY_SQD:
                 m = _sqd_min_level(Qtot, top, N, d, replace, log_comb_n_d, state)
+            arrivals += 1
+            if m > 0:
+                waits += 1
             # The joined server is uniform among ALL servers holding exactly m jobs: the
             # sample's law (i.i.d. uniform draws, or a uniform subset) and the uniform tie
             # break are both invariant under any permutation of servers that preserves
@@ -197,7 +206,7 @@ def _advance(
             if k > top:
                 top = k
                 if top + 1 >= L:
-                    return _STATUS_NEED_LEVELS, top, t, events
+                    return _STATUS_NEED_LEVELS, top, t, events, arrivals, waits
         else:
             # ---- departure: type ∝ μ C_j Q[j,1], then a uniformly random busy server.
             j = 0
@@ -253,7 +262,8 @@ def _run(
     max_levels,
     state,
 ):
-    """Simulate from time t to t_end; return (status, Q, Qtot, area, last, top, t, events).
+    """Simulate from t to t_end; return (status, Q, Qtot, area, last, top, t, events, arrivals,
+    waits), the last three counted over this call (``waits``: arrivals with sampled min ≥ 1).
 
     ``top`` is the highest level with Qtot[top] > 0 (0 when empty); the arrays always have
     at least top + 2 levels so Q[:, top + 1] (= 0) can be read. They are reallocated (up to
@@ -265,8 +275,10 @@ def _run(
     if not replace:
         log_comb_n_d = math.lgamma(N + 1.0) - math.lgamma(N - d + 1.0)
     events = 0
+    arrivals = 0
+    waits = 0
     while True:
-        status, top, t, n = _advance(
+        status, top, t, n, n_arr, n_wait = _advance(
             Q,
             Qtot,
             area,
@@ -284,6 +296,8 @@ def _run(
             state,
         )
         events += n
+        arrivals += n_arr
+        waits += n_wait
         if status == _STATUS_OK:
             break
         if top >= max_levels:
@@ -294,7 +308,7 @@ def _run(
         for k in range(Q.shape[1]):
             area[j, k] += Q[j, k] * (t - last[j, k])
             last[j, k] = t
-    return status, Q, Qtot, area, last, top, t, events
+    return status, Q, Qtot, area, last, top, t, events, arrivals, waits
 
 
 def _allocate(
@@ -338,7 +352,12 @@ class OccupancySimResult:
     highest level with a non-zero average in any type (trailing all-zero levels are
     trimmed, so a type may still end with zeros). ``u_all = Σ_j γ_j u_j``.
     ``mean_jobs`` is per server over all types, ``mean_sojourn = mean_jobs / lam`` (Little's
-    law). ``events`` counts events after warm-up, ``events_total`` includes warm-up;
+    law). ``p_wait`` is the fraction of post-warm-up arrivals whose sampled minimum occupancy
+    is ≥ 1 (they join a busy server, so wait under FCFS); by PASTA it is also the
+    time-stationary probability that an arrival would wait. Its interval is centred on it
+    with the half-width of the batch means of the per-batch fractions (NaN if a batch saw
+    no arrival). ``arrivals`` counts post-warm-up arrivals.
+    ``events`` counts events after warm-up, ``events_total`` includes warm-up;
     ``elapsed`` is the wall time of the simulation proper (numba compilation excluded) and
     ``events_per_second = events_total / elapsed``. ``seed`` is the SeedSequence's entropy
     and ``spawn_key`` its spawn key: together they reproduce the run bit for bit.
@@ -354,6 +373,9 @@ class OccupancySimResult:
     mean_jobs_ci: tuple[float, float]
     mean_sojourn: float
     mean_sojourn_ci: tuple[float, float]
+    p_wait: float
+    p_wait_ci: tuple[float, float]
+    arrivals: int
     events: int
     events_total: int
     elapsed: float
@@ -376,10 +398,11 @@ class OccupancySimResult:
         """JSON-serialisable summary (plain lists, floats and ints).
 
         Keys: ``u`` (list per type of lists over k), ``u_all``, ``mean_jobs``,
-        ``mean_sojourn``, ``ci``, ``N``, ``d``, ``replace``, ``lam``, ``mu``, ``gamma``,
-        ``capacity``, ``policy``, ``horizon``, ``warmup``, ``batches``, ``seed``,
-        ``spawn_key``, ``events``, ``events_total``, ``elapsed``, ``events_per_second``.
-        ``ci[q] = [low, high]`` for q in ``u``, ``u_all``, ``mean_jobs``, ``mean_sojourn``,
+        ``mean_sojourn``, ``p_wait``, ``ci``, ``N``, ``d``, ``replace``, ``lam``, ``mu``,
+        ``gamma``, ``capacity``, ``policy``, ``horizon``, ``warmup``, ``batches``, ``seed``,
+        ``spawn_key``, ``arrivals``, ``events``, ``events_total``, ``elapsed``,
+        ``events_per_second``. ``ci[q] = [low, high]`` for q in ``u``, ``u_all``,
+        ``mean_jobs``, ``mean_sojourn``, ``p_wait``,
         where ``low`` and ``high`` have the same nesting as the value of q (for ``u``:
         ``ci["u"][0][j][k]`` is the lower bound of ``u[j][k]``) — parallel arrays, not pairs.
         """
@@ -388,11 +411,13 @@ class OccupancySimResult:
             "u_all": self.u_all.tolist(),
             "mean_jobs": self.mean_jobs,
             "mean_sojourn": self.mean_sojourn,
+            "p_wait": self.p_wait,
             "ci": {
                 "u": [[a.tolist() for a in self.u_ci_low], [a.tolist() for a in self.u_ci_high]],
                 "u_all": [self.u_all_ci_low.tolist(), self.u_all_ci_high.tolist()],
                 "mean_jobs": list(self.mean_jobs_ci),
                 "mean_sojourn": list(self.mean_sojourn_ci),
+                "p_wait": list(self.p_wait_ci),
             },
             "N": self.N,
             "d": self.d,
@@ -407,6 +432,7 @@ class OccupancySimResult:
             "batches": self.batches,
             "seed": self.seed,
             "spawn_key": list(self.spawn_key),
+            "arrivals": self.arrivals,
             "events": self.events,
             "events_total": self.events_total,
             "elapsed": self.elapsed,
@@ -492,6 +518,21 @@ def _initial_counts(initial: np.ndarray | None, n_types: np.ndarray) -> np.ndarr
             f"row sums {counts.sum(axis=1).tolist()} must equal the type sizes {n_types.tolist()}",
         )
     return counts
+
+
+def _wait_probability(waits: np.ndarray, arrivals: np.ndarray) -> tuple[float, tuple[float, float]]:
+    """Arrival-average waiting probability and its 95% batch-means interval.
+
+    The estimate is Σ waits / Σ arrivals (every arrival weighs the same); the interval is
+    centred on it with the half-width of the batch means of the per-batch fractions. Batches
+    without arrivals have no fraction, so the interval is then NaN (batches too short).
+    """
+    total = int(arrivals.sum())
+    p = int(waits.sum()) / total if total > 0 else math.nan
+    if np.any(arrivals == 0):
+        return p, (math.nan, math.nan)
+    half = float(batch_means_ci(waits / arrivals).half_width)
+    return p, (p - half, p + half)
 
 
 def _seed_sequence(seed: np.random.SeedSequence | int) -> np.random.SeedSequence:
@@ -617,6 +658,8 @@ def simulate_occupancy(
     batch_len = (horizon - warmup) / batches
     ends = [warmup + b * batch_len for b in range(1, batches)] + [horizon]
     batch_u: list[np.ndarray] = []
+    batch_arrivals: list[int] = []
+    batch_waits: list[int] = []
     events = 0
     events_total = 0
     t = 0.0
@@ -629,7 +672,7 @@ def simulate_occupancy(
             t_start = t
             if t_end <= t_start:
                 continue
-            status, Q, Qtot, area, last, top, t, n_events = _run(
+            status, Q, Qtot, area, last, top, t, n_events, n_arr, n_wait = _run(
                 Q, Qtot, area, last, top, t, t_end, *kernel_args
             )
             events_total += n_events
@@ -641,6 +684,8 @@ def simulate_occupancy(
                 )
             if b >= 0:
                 events += n_events
+                batch_arrivals.append(n_arr)
+                batch_waits.append(n_wait)
                 used = np.flatnonzero(area.any(axis=0))
                 width = int(used[-1]) + 1 if used.size else 1
                 u_b = area[:, :width] / (n_types[:, None] * (t_end - t_start))
@@ -661,6 +706,9 @@ def simulate_occupancy(
     est_jobs = batch_means_ci(per_batch_all[:, 1:].sum(axis=1))
     nz = np.flatnonzero(np.asarray(est_u.mean).any(axis=0))
     K1 = int(nz[-1]) + 1
+    p_wait, p_wait_ci = _wait_probability(
+        np.array(batch_waits, dtype=np.int64), np.array(batch_arrivals, dtype=np.int64)
+    )
 
     entropy = seq.entropy
     seed_out: int | list[int] = (
@@ -677,6 +725,9 @@ def simulate_occupancy(
         mean_jobs_ci=(float(est_jobs.low), float(est_jobs.high)),
         mean_sojourn=float(est_jobs.mean) / lam,
         mean_sojourn_ci=(float(est_jobs.low) / lam, float(est_jobs.high) / lam),
+        p_wait=p_wait,
+        p_wait_ci=p_wait_ci,
+        arrivals=int(sum(batch_arrivals)),
         events=events,
         events_total=events_total,
         elapsed=elapsed,
