@@ -101,6 +101,51 @@ def _simulate_supermarket(
     } | result.to_dict()
 
 
+def _d_family(text: str) -> int | str:
+    """A fixed d (integer) or a d(N) family name, as in the config."""
+    return int(text) if text.lstrip("+-").isdigit() else text
+
+
+def _solve_universality(lam: float, d: int | str) -> dict[str, Any]:
+    from lbrepro.models import universality
+
+    return universality.solve(lam, d)
+
+
+def _simulate_universality(
+    lam: float,
+    d: int | str,
+    N: int,
+    horizon: float,
+    warmup: float,
+    seed: int,
+    batches: int,
+    replace: bool,
+    progress: bool,
+    start: str,
+) -> dict[str, Any]:
+    # The universality paper samples d(N) servers without replacement (d = N is JSQ), so
+    # --no-replace is implied here and `replace` is not used.
+    from lbrepro.models import universality
+
+    d_value = universality.d_of_N(d, N)
+    result = universality.simulate(
+        lam=lam,
+        N=N,
+        d=d_value,
+        horizon=horizon,
+        warmup=warmup,
+        seed=seed,
+        batches=batches,
+        progress=progress,
+        start=start,
+    )
+    return {
+        "model": "universality",
+        "params": {"lam": lam, "d": d, "d_value": d_value, "start": start},
+    } | result.to_dict()
+
+
 SIM_PARAMS = (
     Param("N", _positive_int, "number of servers", required=True),
     Param("horizon", float, "simulated time (mean service times)", required=True),
@@ -121,7 +166,22 @@ MODELS: dict[str, ModelCommands] = {
         sim_params=SIM_PARAMS,
     ),
 }
-PLANNED = ("hetero", "whittle", "general", "affinity", "universality")
+MODELS["universality"] = ModelCommands(
+    params=(
+        Param("lam", float, "arrival rate per server (λ(N)/N)", required=True),
+        Param(
+            "d",
+            _d_family,
+            "servers sampled (without replacement): an integer, or logN, "
+            "sqrtN, sqrtNlogN, N (solve: an integer, or N for the JSQ limit)",
+            required=True,
+        ),
+    ),
+    solve=_solve_universality,
+    simulate=_simulate_universality,
+    sim_params=SIM_PARAMS,
+)
+PLANNED = ("hetero", "whittle", "general", "affinity")
 
 
 def _add_params(parser: argparse.ArgumentParser, params: Sequence[Param]) -> None:

@@ -154,7 +154,7 @@ def register(artifact: Artifact) -> Artifact:
 
 def _load() -> None:
     # Importing the per-paper modules registers their artifacts.
-    from lbrepro.artifacts import supermarket  # noqa: F401
+    from lbrepro.artifacts import supermarket, universality  # noqa: F401
 
 
 def all_artifacts() -> list[Artifact]:
