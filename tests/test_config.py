@@ -57,6 +57,13 @@ def _set(config, path, value):
         ),
         (("supermarket-accuracy", "cases"), [[0.9, 0]], "supermarket-accuracy.cases[0][1]"),
         (("simulation", "batches"), 1, "simulation.batches"),
+        (("universality-fluid", "lam"), 1.0, "universality-fluid.lam"),
+        (("universality-fluid", "d"), [2, "sqrtM"], "universality-fluid.d[1]"),
+        (("universality-fluid", "d"), [0], "universality-fluid.d[0]"),
+        (("universality-fluid", "N"), [1, 100], "universality-fluid.N[0]"),
+        (("universality-diffusion", "beta"), 0.0, "universality-diffusion.beta"),
+        (("universality-diffusion", "beta"), 20.0, "universality-diffusion.beta"),  # β ≥ √N
+        (("universality-overhead", "d"), [2, 5000], "universality-overhead.d[1]"),  # d > N
         (("seed",), "abc", "seed"),
         (("sed",), 1, "sed"),  # unknown top-level key (typo)
     ],

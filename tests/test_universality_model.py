@@ -59,14 +59,15 @@ def test_family_values_at_n100_and_n1e5():
     assert d_of_N(np.int64(3), np.int64(50)) == 3
 
 
-def test_families_are_clipped_to_one_and_n():
-    assert d_of_N("5", 3) == 3
-    assert d_of_N(5, 4) == 4
-    assert d_of_N(1000, 10) == 10
+def test_families_stay_in_one_to_n_and_fixed_d_above_n_is_refused():
+    for d, N in (("5", 3), (5, 4), (1000, 10)):
+        with pytest.raises(ConfigError, match=r"^d:"):
+            d_of_N(d, N)
+    assert d_of_N(5, 5) == 5
     assert d_of_N("logN", 2) == 1  # ⌈ln 2⌉ = 1
     assert d_of_N("sqrtNlogN", 2) == 1  # ⌈√2 ln 2⌉ = ⌈0.98⌉ = 1
     for f in D_FAMILIES:
-        for N in range(2, 200):
+        for N in range(5, 200):
             assert 1 <= d_of_N(f, N) <= N
 
 
@@ -186,7 +187,7 @@ def test_fluid_universality_fixed_d_against_jsq():
 
 def test_simulate_bad_inputs():
     ok = {"lam": 0.9, "N": 10, "d": 2, "horizon": 10.0, "warmup": 1.0, "seed": 0}
-    for key, value in (("start", "fixed_point"), ("d", 11), ("N", 1), ("lam", 0.0)):
+    for key, value in (("start", "middle"), ("d", 11), ("N", 1), ("lam", 0.0)):
         with pytest.raises(ConfigError) as err:
             universality.simulate(**{**ok, key: value})
         assert err.value.key == key

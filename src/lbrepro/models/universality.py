@@ -100,12 +100,16 @@ def d_of_N(family: str | int, N: int) -> int:  # noqa: N802 (the paper's d(N))
 
     ``family`` is a fixed d (an int, or a digit string such as ``"2"``) or one of
     ``"logN"`` = ⌈ln N⌉, ``"sqrtN"`` = ⌈√N⌉, ``"sqrtNlogN"`` = ⌈√N ln N⌉, ``"N"`` = N (JSQ).
-    The result is always clipped to [1, N], since d servers are sampled without replacement:
-    a fixed d = 5 becomes N for N < 5. (The growing families never need it: ln N < √N, so
-    even ⌈√N ln N⌉ ≤ N.)
+    d servers are sampled without replacement, so a fixed d > N is refused (ConfigError
+    naming ``d``) rather than silently clipped; the growing families never exceed N (ln N <
+    √N, so even ⌈√N ln N⌉ ≤ N) and are at least 1.
     """
     N = _check_n(N)
     d = _fixed_d(family)
+    if d is not None and d > N:
+        raise ConfigError(
+            "d", f"d = {d} servers cannot be sampled without replacement from N = {N}"
+        )
     if d is None:
         if family == "logN":
             d = math.ceil(math.log(N))
