@@ -455,8 +455,8 @@ def _check_diffusion(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
 
 
 def _plot_diffusion(rows: Rows, cfg: Mapping[str, Any]):
-    fig, axes = new_figure(1, 2, width=8.0, height=3.4)
-    ax_idle, ax_q2 = axes[0]
+    fig, axes = new_figure(1, 3, width=10.5, height=3.4)
+    ax_idle, ax_q2, ax_dt = axes[0]
     for i, family in enumerate(map(str, cfg["d"])):
         c = color(i)
         for ax, q in ((ax_idle, "idle"), (ax_q2, "q2")):
@@ -483,6 +483,31 @@ def _plot_diffusion(rows: Rows, cfg: Mapping[str, Any]):
             xscale="log", xlabel="N (servers)", ylabel=name, title=f"{name}, β = {cfg['beta']:g}"
         )
     ax_idle.legend(loc="best", fontsize=7)
+    # Step-size convergence of the SDE: E[X2] at each dt and the extrapolation to dt = 0.
+    sde = sorted(select(rows, method="sde", quantity="q2"), key=lambda r: r["dt"])
+    ax_dt.errorbar(
+        [r["dt"] for r in sde],
+        [r["value"] for r in sde],
+        yerr=[[r["value"] - r["ci_low"] for r in sde], [r["ci_high"] - r["value"] for r in sde]],
+        color="k",
+        marker="o",
+        capsize=2,
+        ls=":",
+        lw=0.8,
+    )
+    ax_dt.set(
+        xlabel="Euler step dt",
+        ylabel="E[X₂] of the SDE",
+        title=f"SDE step-size convergence ({sde[0].get('scheme', '')})",
+        xlim=(-0.001, None),
+    )
+    ax_dt.annotate(
+        "extrapolated",
+        (0, sde[0]["value"]),
+        textcoords="offset points",
+        xytext=(8, -12),
+        fontsize=7,
+    )
     return fig
 
 
