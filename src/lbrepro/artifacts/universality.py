@@ -304,7 +304,7 @@ def _diffusion_points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
             "beta": cfg["beta"],
             "family": str(family),
             "N": N,
-            "horizon": cfg["warmup"] + cfg["server_time"] / N,
+            "horizon": cfg["warmup"] + cfg["horizon"],
             "warmup": cfg["warmup"],
             "batches": cfg["batches"],
         }
