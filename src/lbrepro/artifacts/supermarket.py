@@ -21,6 +21,7 @@ from lbrepro.artifacts.registry import Artifact, Rows, register
 from lbrepro.core.claims import Claim
 from lbrepro.core.errors import ConfigError
 from lbrepro.core.io import select
+from lbrepro.core.stats import bonferroni_factor
 from lbrepro.models import supermarket as model
 from lbrepro.plotting.style import METHOD_STYLE, color, new_figure
 from lbrepro.sim.occupancy import OccupancySimResult
@@ -121,12 +122,6 @@ def _compute_tail(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
     return rows
 
 
-def _bonferroni_factor(batches: int, comparisons: int) -> float:
-    """How much wider than the 95% interval a family-wise 95% interval over m checks is."""
-    t95 = stats.t.ppf(0.975, batches - 1)
-    return float(stats.t.ppf(1 - 0.025 / comparisons, batches - 1) / t95)
-
-
 def _within_ci_claim(rows: Rows, rho: float, d: int, ref: str, source: str, kmax: int = 4) -> Claim:
     """Simulated u_1..u_kmax against a reference method, judged by the simulation's CI."""
     sim = {r["k"]: r for r in select(rows, method="sim", quantity="u", rho=rho, d=d)}
@@ -135,7 +130,7 @@ def _within_ci_claim(rows: Rows, rho: float, d: int, ref: str, source: str, kmax
     # Below 1/(N·T) a time-averaged fraction cannot be resolved: a level the simulation never
     # reached is not evidence against a reference value that small.
     floor = 1.0 / (first["N"] * first["measured_time"])
-    widen = _bonferroni_factor(int(first["batches"]), kmax)
+    widen = bonferroni_factor(int(first["batches"]), kmax)
     ratios, worst = [], (0, 0.0, 0.0)
     for k in range(1, kmax + 1):
         half = (sim[k]["ci_high"] - sim[k]["ci_low"]) / 2

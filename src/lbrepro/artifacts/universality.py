@@ -20,12 +20,12 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from lbrepro.artifacts.registry import Artifact, Rows, register
 from lbrepro.core.claims import Claim
 from lbrepro.core.errors import ConfigError
 from lbrepro.core.io import select
+from lbrepro.core.stats import bonferroni_factor
 from lbrepro.models import universality as model
 from lbrepro.plotting.style import METHOD_STYLE, color, new_figure
 
@@ -37,13 +37,6 @@ def _validate_families(key: str, families: list[Any], Ns: list[int]) -> None:
                 model.d_of_N(family, N)
         except ConfigError as err:
             raise ConfigError(f"{key}[{i}]", str(err)) from None
-
-
-def _widen(batches: int, comparisons: int) -> float:
-    """Family-wise 95% interval over m comparisons, relative to one 95% interval (Bonferroni)."""
-    return float(
-        stats.t.ppf(1 - 0.025 / comparisons, batches - 1) / stats.t.ppf(0.975, batches - 1)
-    )
 
 
 def _sim_rows(sim: Any, seed: np.random.SeedSequence, scale: float = 1.0, **extra: Any) -> Rows:
@@ -144,7 +137,7 @@ def _series(rows: Rows, method: str, quantity: str, family: str) -> list[dict[st
 def _check_fluid(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
     claims: list[Claim] = []
     lam = cfg["lam"]
-    widen = _widen(cfg["batches"], len(cfg["N"]))
+    widen = bonferroni_factor(cfg["batches"], len(cfg["N"]))
     for family in map(str, cfg["d"]):
         sim = _series(rows, "sim", "q2", family)
         mf = {r["N"]: r["value"] for r in _series(rows, "mf", "q2", family)}
@@ -402,7 +395,7 @@ def _sde_limit(rows: Rows, quantity: str) -> tuple[float, float]:
 def _check_diffusion(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
     beta = cfg["beta"]
     claims: list[Claim] = []
-    widen_all = _widen(cfg["batches"], len(cfg["N"]) * len(cfg["d"]))
+    widen_all = bonferroni_factor(cfg["batches"], len(cfg["N"]) * len(cfg["d"]))
     idle = select(rows, method="sim", quantity="idle")
     worst = max(
         abs(r["value"] - beta) / (widen_all * (r["ci_high"] - r["ci_low"]) / 2) for r in idle
@@ -621,7 +614,7 @@ def _check_overhead(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
         sims = sorted(select(rows, method="sim", quantity=q), key=lambda r: r["d"])
         values = [r["value"] for r in sims]
         halves = [(r["ci_high"] - r["ci_low"]) / 2 for r in sims]
-        widen = _widen(cfg["batches"], len(sims))
+        widen = bonferroni_factor(cfg["batches"], len(sims))
         monotone = all(
             b <= a + widen * math.hypot(ha, hb)
             for a, b, ha, hb in zip(values, values[1:], halves, halves[1:], strict=False)

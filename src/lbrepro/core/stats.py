@@ -66,3 +66,15 @@ def batch_means_ci(batch_values: np.ndarray, level: float = 0.95) -> Estimate:
     if x.ndim == 1:
         return Estimate(float(mean), float(low), float(high), float(half), B)
     return Estimate(mean, low, high, half, B)
+
+
+def bonferroni_factor(batches: int, comparisons: int, level: float = 0.95) -> float:
+    """How much wider a family-wise interval over ``comparisons`` checks is than one interval.
+
+    Claims compare many simulated values with references at once; at a per-check 95% level some
+    would fail by chance alone. Widening each batch-means interval by this factor (Bonferroni,
+    Student t with ``batches − 1`` degrees of freedom) keeps the family-wise level at 95%.
+    """
+    alpha = 1.0 - level
+    dof = batches - 1
+    return float(_sps.t.ppf(1 - alpha / (2 * comparisons), dof) / _sps.t.ppf(1 - alpha / 2, dof))
