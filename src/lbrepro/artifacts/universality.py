@@ -475,6 +475,7 @@ def _plot_diffusion(rows: Rows, cfg: Mapping[str, Any]):
         ax.set(
             xscale="log", xlabel="N (servers)", ylabel=name, title=f"{name}, β = {cfg['beta']:g}"
         )
+    ax_q2.set_yscale("log")  # d = ⌈√N⌉ grows like √N: a log axis keeps the rest readable
     ax_idle.legend(loc="best", fontsize=7)
     # Step-size convergence of the SDE: E[X2] at each dt and the extrapolation to dt = 0.
     sde = sorted(select(rows, method="sde", quantity="q2"), key=lambda r: r["dt"])
@@ -657,9 +658,9 @@ def _plot_overhead(rows: Rows, cfg: Mapping[str, Any]):
             xscale="log",
             xlabel="servers sampled per job d",
             ylabel=label,
-            title=f"{label} vs sampling overhead, λ = {cfg['lam']:g}",
+            title=f"λ = {cfg['lam']:g}, N = {cfg['N']}",
         )
-    axes[0][1].set_yscale("symlog", linthresh=1e-4)
+    axes[0][1].set_yscale("log")
     axes[0][0].legend()
     return fig
 
