@@ -8,8 +8,8 @@ a small wide table for the report. ``cfg`` is the artifact's own config section.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -56,8 +56,6 @@ class Artifact:
     summary: Callable[[Rows], Rows] | None = None
     validate: Callable[[Mapping[str, Any]], None] = lambda cfg: None
     reconstructions: tuple[str, ...] = ()
-    simulates: bool = True
-    extra_params: Sequence[str] = field(default_factory=tuple)
 
     @property
     def has_figure(self) -> bool:
