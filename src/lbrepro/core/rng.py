@@ -84,3 +84,10 @@ def xoshiro_state(seq: np.random.SeedSequence) -> np.ndarray:
     if not state.any():
         state[0] = np.uint64(0x9E3779B97F4A7C15)
     return state
+
+
+def seed_sequence(seed: np.random.SeedSequence | int) -> np.random.SeedSequence:
+    """A SeedSequence given one, or the stream of an integer seed (``stream(seed)``)."""
+    if isinstance(seed, np.random.SeedSequence):
+        return seed
+    return stream(seed)

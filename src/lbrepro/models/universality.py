@@ -44,7 +44,7 @@ from numba import njit
 from scipy.optimize import brentq
 
 from lbrepro.core.errors import ConfigError, UnstableError
-from lbrepro.core.rng import key_to_int, stream, xoshiro_state
+from lbrepro.core.rng import key_to_int, seed_sequence, xoshiro_state
 from lbrepro.core.stats import batch_means_ci
 from lbrepro.models import supermarket
 from lbrepro.sim.occupancy import OccupancySimResult, simulate_occupancy
@@ -399,12 +399,6 @@ def _check_run(horizon: Any, warmup: Any, batches: Any, scheme: Any) -> tuple[fl
     return horizon, warmup, batches
 
 
-def _seed_sequence(seed: Any) -> np.random.SeedSequence:
-    if isinstance(seed, np.random.SeedSequence):
-        return seed
-    return stream(seed)
-
-
 def _multipliers(dts: tuple[float, ...]) -> tuple[float, np.ndarray]:
     """Fine step h = min(dts) and the integers m_j = dt_j / h (ConfigError if not integers)."""
     h = min(dts)
@@ -507,7 +501,7 @@ def _simulate_coupled(
     block = lcm * h  # batch boundaries fall on every scheme's grid
     warm_blocks = max(0, math.ceil(warmup / block - 1e-9))
     batch_blocks = max(1, round((horizon - warmup) / batches / block))
-    seq = _seed_sequence(seed)
+    seq = seed_sequence(seed)
     wstate = xoshiro_state(seq)
     bstate = xoshiro_state(
         np.random.SeedSequence(seq.entropy, spawn_key=(*seq.spawn_key, key_to_int("bridge")))

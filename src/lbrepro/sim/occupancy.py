@@ -46,7 +46,6 @@ changed.
 from __future__ import annotations
 
 import math
-import operator
 import sys
 import time
 from collections.abc import Sequence
@@ -58,8 +57,9 @@ import numpy as np
 from numba import njit
 from tqdm import tqdm
 
+from lbrepro.core.args import float_arg, float_seq, int_arg
 from lbrepro.core.errors import ConfigError, UnstableError
-from lbrepro.core.rng import stream, xoshiro_state
+from lbrepro.core.rng import seed_sequence, xoshiro_state
 from lbrepro.core.stats import batch_means_ci
 from lbrepro.sim.xoshiro import randint, uniform
 
@@ -679,42 +679,6 @@ class OccupancySimResult:
         }
 
 
-def _int_arg(name: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool | np.bool_):
-        raise ConfigError(name, f"must be an integer, got {value!r}")
-    try:
-        out = operator.index(value)
-    except TypeError:
-        raise ConfigError(name, f"must be an integer, got {value!r}") from None
-    if out < minimum:
-        raise ConfigError(name, f"must be >= {minimum}, got {out}")
-    return out
-
-
-def _float_arg(name: str, value: Any) -> float:
-    if isinstance(value, bool | np.bool_):
-        raise ConfigError(name, f"must be a real number, got {value!r}")
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        raise ConfigError(name, f"must be a real number, got {value!r}") from None
-    if not math.isfinite(out):
-        raise ConfigError(name, f"must be finite, got {out}")
-    return out
-
-
-def _float_seq(name: str, value: Any) -> tuple[float, ...]:
-    if isinstance(value, str | bytes):
-        raise ConfigError(name, f"must be a sequence of numbers, got {value!r}")
-    try:
-        items = list(value)
-    except TypeError:
-        raise ConfigError(name, f"must be a sequence of numbers, got {value!r}") from None
-    if not items:
-        raise ConfigError(name, "must not be empty")
-    return tuple(_float_arg(name, x) for x in items)
-
-
 def _server_counts(gamma: tuple[float, ...], N: int) -> np.ndarray:
     """N_j = γ_j N, required to be integers (a fractional server has no meaning)."""
     counts = []
@@ -782,15 +746,15 @@ def _per_type_d(value: Any, J: int) -> tuple[int, ...]:
     try:
         items = list(value)
     except TypeError:
-        return (_int_arg("d", value, 1),) * J
+        return (int_arg("d", value, 1),) * J
     if len(items) != J:
         raise ConfigError("d", f"has {len(items)} entries but gamma has {J}")
-    return tuple(_int_arg("d", x, 1) for x in items)
+    return tuple(int_arg("d", x, 1) for x in items)
 
 
 def _split_arg(value: Any, J: int) -> tuple[float, ...]:
     """Static routing probabilities: J positive numbers summing to 1 (within 1e-9)."""
-    split = _float_seq("split", value)
+    split = float_seq("split", value)
     if len(split) != J:
         raise ConfigError("split", f"has {len(split)} entries but gamma has {J}")
     if any(p <= 0 for p in split):
@@ -873,12 +837,6 @@ def _batch_covariances(
     cross = mean_ss / np.outer(n, n) - np.outer(mean_x, mean_x)
     cross[np.diag_indices(J)] = same
     return same, cross
-
-
-def _seed_sequence(seed: np.random.SeedSequence | int) -> np.random.SeedSequence:
-    if isinstance(seed, np.random.SeedSequence):
-        return seed
-    return stream(seed)
 
 
 def simulate_occupancy(
@@ -968,13 +926,13 @@ def simulate_occupancy(
     if not isinstance(policy, str) or policy not in _POLICY_CODES:
         raise ConfigError("policy", f"must be one of {', '.join(POLICIES)}; got {policy!r}")
     code = _POLICY_CODES[policy]
-    lam = _float_arg("lam", lam)
+    lam = float_arg("lam", lam)
     if lam <= 0:
         raise ConfigError("lam", f"must be > 0, got {lam}")
-    mu = _float_arg("mu", mu)
+    mu = float_arg("mu", mu)
     if mu <= 0:
         raise ConfigError("mu", f"must be > 0, got {mu}")
-    N = _int_arg("N", N, 1)
+    N = int_arg("N", N, 1)
     if N > _MAX_N:
         raise ConfigError("N", f"must be < 2**32, got {N}")
     if not isinstance(replace, bool | np.bool_):
@@ -983,10 +941,10 @@ def simulate_occupancy(
     if not isinstance(chaos, bool | np.bool_):
         raise ConfigError("chaos", f"must be a bool, got {chaos!r}")
     chaos = bool(chaos)
-    capacity_t = _float_seq("capacity", capacity)
+    capacity_t = float_seq("capacity", capacity)
     if any(c <= 0 for c in capacity_t):
         raise ConfigError("capacity", f"capacities must be > 0, got {list(capacity_t)}")
-    gamma_t = _float_seq("gamma", gamma)
+    gamma_t = float_seq("gamma", gamma)
     if len(gamma_t) != len(capacity_t):
         raise ConfigError("capacity", f"has {len(capacity_t)} entries but gamma has {len(gamma_t)}")
     if any(g <= 0 for g in gamma_t):
@@ -995,14 +953,14 @@ def simulate_occupancy(
         raise ConfigError("gamma", f"fractions must sum to 1, got {math.fsum(gamma_t)!r}")
     J = len(gamma_t)
     n_types = _server_counts(gamma_t, N)
-    max_levels = _int_arg("max_levels", max_levels, 2)
+    max_levels = int_arg("max_levels", max_levels, 2)
 
     # Policy parameters; the kernel receives every array whatever the policy.
     d_out: int | tuple[int, ...]
     split_t: tuple[float, ...] | None = None
     weights = np.ones(J, dtype=np.int64)
     if policy == "sqd":
-        d_int = _int_arg("d", d, 1)
+        d_int = int_arg("d", d, 1)
         if not replace and d_int > N:
             raise ConfigError(
                 "d", f"cannot sample d = {d_int} of N = {N} servers without replacement"
@@ -1040,17 +998,17 @@ def simulate_occupancy(
     order = _priority_order(capacity_t)
     cum_split = _cumulative_split(split_t) if split_t is not None else np.ones(J)
 
-    horizon = _float_arg("horizon", horizon)
-    warmup = _float_arg("warmup", warmup)
+    horizon = float_arg("horizon", horizon)
+    warmup = float_arg("warmup", warmup)
     if warmup < 0:
         raise ConfigError("warmup", f"must be >= 0, got {warmup}")
     if horizon <= warmup:
         raise ConfigError("horizon", f"must exceed warmup = {warmup}, got {horizon}")
-    batches = _int_arg("batches", batches, 2)
+    batches = int_arg("batches", batches, 2)
     counts = _initial_counts(initial, n_types)
     if counts.shape[1] - 1 >= max_levels and np.any(counts[:, max_levels:]):
         raise ConfigError("initial", f"holds a queue of >= max_levels = {max_levels} jobs")
-    seq = _seed_sequence(seed)
+    seq = seed_sequence(seed)
 
     if split_t is not None:
         # A static split is stable iff every type is: type j is an M/M/1 or SQ(d_j) system

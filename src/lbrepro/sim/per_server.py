@@ -25,10 +25,11 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from lbrepro.core.args import float_arg, int_arg
 from lbrepro.core.errors import ConfigError, UnstableError
-from lbrepro.core.rng import xoshiro_state
+from lbrepro.core.rng import seed_sequence, xoshiro_state
 from lbrepro.core.stats import batch_means_ci
-from lbrepro.sim.occupancy import _float_arg, _int_arg, _seed_sequence, _wait_probability
+from lbrepro.sim.occupancy import _wait_probability
 from lbrepro.sim.xoshiro import randint, uniform
 
 __all__ = ["PerServerSimResult", "simulate_per_server"]
@@ -225,29 +226,29 @@ def simulate_per_server(
     UnstableError
         If lam >= mu.
     """
-    lam = _float_arg("lam", lam)
+    lam = float_arg("lam", lam)
     if lam <= 0:
         raise ConfigError("lam", f"must be > 0, got {lam}")
-    mu = _float_arg("mu", mu)
+    mu = float_arg("mu", mu)
     if mu <= 0:
         raise ConfigError("mu", f"must be > 0, got {mu}")
-    N = _int_arg("N", N, 1)
+    N = int_arg("N", N, 1)
     if N > _MAX_N:
         raise ConfigError("N", f"must be < 2**32, got {N}")
-    d = _int_arg("d", d, 1)
+    d = int_arg("d", d, 1)
     if not isinstance(replace, bool | np.bool_):
         raise ConfigError("replace", f"must be a bool, got {replace!r}")
     replace = bool(replace)
     if not replace and d > N:
         raise ConfigError("d", f"cannot sample d = {d} of N = {N} servers without replacement")
-    horizon = _float_arg("horizon", horizon)
-    warmup = _float_arg("warmup", warmup)
+    horizon = float_arg("horizon", horizon)
+    warmup = float_arg("warmup", warmup)
     if warmup < 0:
         raise ConfigError("warmup", f"must be >= 0, got {warmup}")
     if horizon <= warmup:
         raise ConfigError("horizon", f"must exceed warmup = {warmup}, got {horizon}")
-    batches = _int_arg("batches", batches, 2)
-    seq = _seed_sequence(seed)
+    batches = int_arg("batches", batches, 2)
+    seq = seed_sequence(seed)
     if lam >= mu:
         raise UnstableError(f"load lam = {lam:g} >= mu = {mu:g}: unstable, refusing to simulate")
 
