@@ -79,6 +79,20 @@ def _sim_mean_jobs_row(sim: OccupancySimResult, seed: np.random.SeedSequence) ->
     }
 
 
+def _simulate(p: Mapping[str, Any], seed: np.random.SeedSequence) -> OccupancySimResult:
+    """Simulate one point's (ρ, d, N) with its horizon, warm-up, batches and sampling rule."""
+    return model.simulate(
+        lam=p["rho"],
+        d=p["d"],
+        N=p["N"],
+        horizon=p["horizon"],
+        warmup=p["warmup"],
+        seed=seed,
+        batches=p["batches"],
+        replace=p["replace"],
+    )
+
+
 def _compute_tail(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
     rho, d, N, kmax = p["rho"], p["d"], p["N"], p["kmax"]
     params = {"rho": rho, "d": d}
@@ -89,16 +103,7 @@ def _compute_tail(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
     rows += [r | params for r in _u_rows("cf", cf, kmax)]
     rows += [r | params for r in _u_rows("mf", mf.u, kmax)]
     rows += [r | params | {"N": N} for r in _u_rows("rmf", rmf.u + rmf.V / N, kmax)]
-    sim = model.simulate(
-        lam=rho,
-        d=d,
-        N=N,
-        horizon=p["horizon"],
-        warmup=p["warmup"],
-        seed=seed,
-        batches=p["batches"],
-        replace=p["replace"],
-    )
+    sim = _simulate(p, seed)
     for k in range(kmax + 1):
         inside = k < len(sim.u_all)
         rows.append(
@@ -371,16 +376,7 @@ def _compute_accuracy(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
     params = {"rho": rho, "d": d}
     rmf = model.refined(rho, d)
     mf_jobs = model.mean_jobs(rmf.u)
-    sim = model.simulate(
-        lam=rho,
-        d=d,
-        N=N,
-        horizon=p["horizon"],
-        warmup=p["warmup"],
-        seed=seed,
-        batches=p["batches"],
-        replace=p["replace"],
-    )
+    sim = _simulate(p, seed)
     return [
         params | {"method": "mf", "quantity": "mean_jobs", "value": mf_jobs, "N": N},
         params
