@@ -574,7 +574,7 @@ def hetero_run(**kw) -> OccupancySimResult:
         ({"split": (0.2, 0.3, 0.5), "policy": "typed"}, "split"),
         ({"split": (0.5, 0.6), "policy": "typed"}, "split"),
         ({"split": (1.2, -0.2), "policy": "typed"}, "split"),
-        ({"split": (0.0, 1.0), "policy": "typed"}, "split"),
+        ({"split": (-0.1, 1.1), "policy": "typed"}, "split"),
         ({"split": "ab", "policy": "typed"}, "split"),
         ({"replace": False}, "replace"),
         ({"chaos": "yes"}, "chaos"),

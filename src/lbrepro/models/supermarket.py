@@ -33,7 +33,7 @@ from scipy.integrate import solve_ivp
 from lbrepro.core.equilibrium import solve_truncated
 from lbrepro.core.errors import ConfigError, ConvergenceError, UnstableError
 from lbrepro.meanfield.population import PopulationModel
-from lbrepro.sim.occupancy import OccupancySimResult, simulate_occupancy
+from lbrepro.sim.occupancy import OccupancySimResult, counts_from_tail, simulate_occupancy
 
 __all__ = [
     "MeanFieldResult",
@@ -392,16 +392,10 @@ def initial_counts(lam: float, d: int, N: int, mu: float = 1.0) -> np.ndarray:
     """The mean-field fixed point rounded to N servers: counts of servers with exactly k jobs.
 
     Starting a simulation here instead of empty shortens the transient it must discard
-    (near ρ = 1 the empty start needs ~1/(1 − ρ)² time units to forget). Largest-remainder
-    rounding keeps the total exactly N. Shape (1, K + 1), the layout ``simulate_occupancy``
-    takes for one server type.
+    (near ρ = 1 the empty start needs ~1/(1 − ρ)² time units to forget). Shape (1, K + 1),
+    the layout ``simulate_occupancy`` takes for one server type.
     """
-    u = fixed_point_closed_form(lam, d, mu, tol=0.1 / N)
-    exact = N * (u - np.append(u[1:], 0.0))
-    counts = np.floor(exact).astype(np.int64)
-    short = N - int(counts.sum())
-    counts[np.argsort(counts - exact)[:short]] += 1
-    return counts[None, :]
+    return counts_from_tail(fixed_point_closed_form(lam, d, mu, tol=0.1 / N), N)[None, :]
 
 
 def simulate(

@@ -305,9 +305,10 @@ def _advance(
                         j += 1
             elif policy == POLICY_TYPED:
                 if J > 1:
-                    # cum_split[J − 1] = 1 exactly, so the scan stops at a valid type.
+                    # Type j takes x ∈ [cum_{j−1}, cum_j): a type with p_j = 0 is never
+                    # chosen; cum_split[J − 1] = 1 > x, so the scan stops at a valid type.
                     x = uniform(state)
-                    while j < J - 1 and x > cum_split[j]:
+                    while j < J - 1 and x >= cum_split[j]:
                         j += 1
                 m = _type_min_level(Q, j, top, n_types[j], d_types[j], state)
             else:
@@ -696,6 +697,21 @@ def _server_counts(gamma: tuple[float, ...], N: int) -> np.ndarray:
     return np.array(counts, dtype=np.int64)
 
 
+def counts_from_tail(u: np.ndarray, n: int) -> np.ndarray:
+    """Round a tail profile (u_0 = 1, u_1, …) to counts of n servers with exactly k jobs.
+
+    Largest-remainder rounding keeps the total exactly n; a row of the ``initial`` array
+    :func:`simulate_occupancy` takes. Starting at the mean-field fixed point rather than
+    empty shortens the transient a run must discard (~1/(1 − ρ)² time units near ρ = 1).
+    """
+    u = np.asarray(u, dtype=float)
+    exact = n * (u - np.append(u[1:], 0.0))
+    counts = np.floor(exact).astype(np.int64)
+    short = n - int(counts.sum())
+    counts[np.argsort(counts - exact)[:short]] += 1
+    return counts
+
+
 def _initial_counts(initial: np.ndarray | None, n_types: np.ndarray) -> np.ndarray:
     """Validate ``initial[j, k]`` = number of type-j servers holding exactly k jobs."""
     J = n_types.size
@@ -753,12 +769,15 @@ def _per_type_d(value: Any, J: int) -> tuple[int, ...]:
 
 
 def _split_arg(value: Any, J: int) -> tuple[float, ...]:
-    """Static routing probabilities: J positive numbers summing to 1 (within 1e-9)."""
+    """Static routing probabilities: J numbers ≥ 0 summing to 1 (within 1e-9).
+
+    A zero leaves a type idle (an optimised split may do that to slow servers at low load).
+    """
     split = float_seq("split", value)
     if len(split) != J:
         raise ConfigError("split", f"has {len(split)} entries but gamma has {J}")
-    if any(p <= 0 for p in split):
-        raise ConfigError("split", f"probabilities must be > 0, got {list(split)}")
+    if any(p < 0 for p in split):
+        raise ConfigError("split", f"probabilities must be >= 0, got {list(split)}")
     if abs(math.fsum(split) - 1.0) > 1e-9:
         raise ConfigError("split", f"probabilities must sum to 1, got {math.fsum(split)!r}")
     return split
