@@ -146,6 +146,58 @@ def _simulate_universality(
     } | result.to_dict()
 
 
+HETERO_PARAMS = (
+    Param("lam", float, "arrival rate per server (capacity is mu*sum(gamma*C))", required=True),
+    Param("gamma", str, "fractions of servers per type, comma-separated (sum 1)", required=True),
+    Param("C", str, "capacity of each type, comma-separated, distinct", required=True),
+    Param("d", str, "servers sampled per type, comma-separated", required=True),
+    Param("mu", float, "service rate per unit capacity", default=1.0),
+    Param(
+        "policy",
+        str,
+        "scheme1 (default), scheme2, sqd (whole system), typed (static split, then SQ(d_j)), "
+        "random (proportional to capacity)",
+    ),
+    Param("scheme", str, "1 or 2: shorthand for --policy scheme1|scheme2"),
+    Param("d_pool", _positive_int, "sqd: servers sampled from the whole pool"),
+    Param("split", str, "typed: routing probabilities per type, comma-separated"),
+    Param("lam_hat", float, "typed: use the split optimised for this assumed load"),
+)
+
+
+def _solve_hetero(**kwargs: Any) -> dict[str, Any]:
+    from lbrepro.models import hetero
+
+    return hetero.solve(**kwargs)
+
+
+def _simulate_hetero(
+    N: int,
+    horizon: float,
+    warmup: float,
+    seed: int,
+    batches: int,
+    replace: bool,
+    progress: bool,
+    start: str,
+    **kwargs: Any,
+) -> dict[str, Any]:
+    from lbrepro.models import hetero
+
+    if not replace:
+        raise LbreproError("replace: the heterogeneous kernel samples with replacement only")
+    return hetero.simulate_summary(
+        **kwargs,
+        N=N,
+        horizon=horizon,
+        warmup=warmup,
+        seed=seed,
+        batches=batches,
+        progress=progress,
+        start=start,
+    )
+
+
 SIM_PARAMS = (
     Param("N", _positive_int, "number of servers", required=True),
     Param("horizon", float, "simulated time (mean service times)", required=True),
@@ -181,7 +233,13 @@ MODELS["universality"] = ModelCommands(
     simulate=_simulate_universality,
     sim_params=SIM_PARAMS,
 )
-PLANNED = ("hetero", "whittle", "general", "affinity")
+MODELS["hetero"] = ModelCommands(
+    params=HETERO_PARAMS,
+    solve=_solve_hetero,
+    simulate=_simulate_hetero,
+    sim_params=SIM_PARAMS,
+)
+PLANNED = ("whittle", "general", "affinity")
 
 
 def _add_params(parser: argparse.ArgumentParser, params: Sequence[Param]) -> None:

@@ -53,6 +53,7 @@ import scipy.sparse
 from lbrepro.core.equilibrium import integrate_to_equilibrium, solve_truncated
 from lbrepro.core.errors import ConfigError, ConvergenceError, UnstableError
 from lbrepro.meanfield.population import PopulationModel
+from lbrepro.sim.occupancy import OccupancySimResult, counts_from_tail, simulate_occupancy
 
 __all__ = [
     "H2",
@@ -60,18 +61,23 @@ __all__ = [
     "POLICIES",
     "H2x",
     "HeteroMeanField",
+    "LogTail",
     "RefinedHetero",
     "StabilityVerdict",
     "System",
     "UniquenessProbe",
     "classify_stability",
     "fixed_point",
+    "log_tail",
     "population_model",
     "proportional_split",
     "refined",
+    "simulate",
+    "simulate_summary",
     "solve",
     "sqd_stability_closed_form",
     "stability_boundary",
+    "stability_limit",
     "typed_split",
     "uniqueness_probe",
 ]
@@ -605,6 +611,28 @@ def sqd_stability_closed_form(system: System, d: int) -> float:
     return float(system.mu * np.min(c / g**d))
 
 
+def stability_limit(
+    system: System, policy: str, *, split: Any = None, d_pool: int | None = None
+) -> float:
+    """The largest stable arrival rate per server of a policy (the supremum, not attained).
+
+    Schemes 1/2: the full capacity μΣγC (the paper's theorem); whole-system SQ(d): λ* of
+    :func:`sqd_stability_closed_form` [reconstruction]; static splits: the first type to
+    saturate, min_j μγ_jC_j/p_j.
+    """
+    system = _check_system(system)
+    policy = _check_policy(policy)
+    p, dp = _resolve(system, policy, split, d_pool)
+    limit = system.total_capacity
+    if policy == "sqd":
+        limit = min(limit, sqd_stability_closed_form(system, dp))
+    if p is not None:
+        cap = system.mu * np.array(system.gamma) * np.array(system.capacity)
+        with np.errstate(divide="ignore"):
+            limit = min(limit, float(np.min(np.where(p > 0, cap / p, np.inf))))
+    return float(limit)
+
+
 def _check_stable(system: System, lam: float, policy: str, p: Any, dp: Any) -> None:
     """Refuse loads outside the policy's stability region (UnstableError naming the bound)."""
     cap = system.total_capacity
@@ -914,6 +942,154 @@ def refined(
         method=f"{mf.method}+{rr.method}",
         message=rr.message,
     )
+
+
+# ---------------------------------------------------------------------------- deep tails
+@dataclass(frozen=True, eq=False)
+class LogTail:
+    """Scheme 1/2 equilibrium tails in log space, far below what floats can hold as u.
+
+    Attributes
+    ----------
+    log_u : tuple of ndarray
+        Per type, ``(log u^{(j)}_0 = 0, log u^{(j)}_1, …, log u^{(j)}_{K_j})``.
+    increments : tuple of ndarray
+        Per type, successive differences of ``log(−log u^{(j)}_n)`` over n ≥ 1: constant in
+        the limit iff the tail decays doubly exponentially, u_n ≈ exp(−c·r^n) with slope log r.
+    residual : float
+        Largest relative residual of the log-space equilibrium equations.
+    """
+
+    log_u: tuple[np.ndarray, ...]
+    increments: tuple[np.ndarray, ...]
+    residual: float
+
+
+def _log1mexp(z: float) -> float:
+    """``log(1 − e^{−x})`` at ``x = e^z``, accurate at both ends (Mächler 2012).
+
+    Taking log x rather than x keeps it finite where x underflows: log(1 − e^{−x}) = z − x/2
+    + O(x²) for tiny x.
+    """
+    if z > 6.0:
+        return 0.0  # x > 400: e^{−x} < 1e-173, below the precision of anything it is added to
+    x = math.exp(z)
+    if x < 1e-8:
+        return z - x / 2
+    return math.log(-math.expm1(-x)) if x < math.log(2.0) else math.log1p(-math.exp(-x))
+
+
+def log_tail(system: System, lam: float, policy: str, *, levels: int = 10) -> LogTail:
+    """Scheme 1/2 equilibrium solved in log coordinates, to measure the tail's decay law.
+
+    The equilibrium equations ``u^{(j)}_{n+1} − u^{(j)}_{n+2} = Δ_j A^{(j)}_n`` (models.md §A)
+    are written in ``ℓ = log u``: ``ℓ_{n+1} + log(1 − e^{ℓ_{n+2}−ℓ_{n+1}}) = log Δ_j +
+    d_j ℓ^{(j)}_n + log(1 − e^{d_j(ℓ_{n+1}−ℓ_n)}) + Σ_i d_i ℓ^{(i)}_{idx}``. Why: the tails fall
+    below 1e-308 within a few levels, so the float equilibrium of :func:`fixed_point` shows
+    only 3–5 levels per type — too few to see whether log(−log u_n) becomes linear. In log
+    space the same equations hold exactly, and are solved with relative accuracy to any depth.
+    The unknowns are parametrised as ``ℓ_n = −Σ_{m≤n} e^{z_m}`` (strictly decreasing, so every
+    logarithm is defined). Type j keeps ``K_j = ⌈levels·C_j/C_min⌉`` levels: under Scheme 2 a
+    type-j server at level n competes with faster types at level ≈ nC_i/C_j, which must exist.
+    Truncation: ``u_{K_j+1} = 0``. Started from the float equilibrium, extrapolated below it.
+    """
+    system = _check_system(system)
+    lam = _check_lam(lam)
+    if policy not in ("scheme1", "scheme2"):
+        raise ConfigError("policy", f"log_tail is for scheme1 and scheme2, not {policy!r}")
+    if isinstance(levels, bool) or not isinstance(levels, numbers.Integral) or levels < 3:
+        raise ConfigError("levels", f"must be an integer >= 3, got {levels!r}")
+    mf = fixed_point(system, lam, policy)
+    M = system.num_types
+    C = np.array(system.capacity)
+    d = np.array(system.d)
+    log_d = np.log(d)
+    log_delta = np.log(lam / (system.mu * np.array(system.gamma) * C))
+
+    def truncation(lv: int) -> list[int]:
+        if policy == "scheme1":
+            return [lv] * M
+        return [math.ceil(lv * c / C.min()) for c in C]
+
+    def indices(Ks: list[int]) -> np.ndarray:
+        K_all = max(Ks)
+        if policy == "scheme1":
+            n = np.arange(K_all)
+            return np.array([[n + 1 if C[i] > C[j] else n for i in range(M)] for j in range(M)])
+        return _scheme2_indices(C, K_all)
+
+    def solve(lv: int, z0: list[np.ndarray]) -> tuple[list[np.ndarray], float, str]:
+        Ks = truncation(lv)
+        idx = indices(Ks)
+        offsets = np.concatenate([[0], np.cumsum(Ks)])
+
+        def ells(z: np.ndarray) -> list[np.ndarray]:
+            # ℓ_0 = 0, ℓ_1..ℓ_K decreasing, ℓ_{K+1} = −∞ (the truncation).
+            return [
+                np.concatenate(
+                    [[0.0], -np.cumsum(np.exp(z[offsets[j] : offsets[j + 1]])), [-np.inf]]
+                )
+                for j in range(M)
+            ]
+
+        def residual(z: np.ndarray) -> np.ndarray:
+            ell = ells(z)
+            out = []
+            for j in range(M):
+                e, zj = ell[j], z[offsets[j] : offsets[j + 1]]  # e^{z_n} = ℓ_{n−1} − ℓ_n
+                for k in range(Ks[j]):
+                    # k = n: the equation for level n + 1 (n = 0..K_j − 1).
+                    lhs = e[k + 1] + (_log1mexp(zj[k + 1]) if k + 1 < Ks[j] else 0.0)
+                    rhs = log_delta[j] + d[j] * e[k] + _log1mexp(log_d[j] + zj[k])
+                    for i in range(M):
+                        if i != j:
+                            rhs += d[i] * ell[i][idx[j, i, k]]
+                    out.append((lhs - rhs) / max(1.0, abs(e[k + 1])))
+            return np.array(out)
+
+        sol = scipy.optimize.root(
+            residual, np.concatenate(z0), method="hybr", options={"xtol": 1e-14}
+        )
+        res = float(np.max(np.abs(residual(sol.x))))
+        zs = [sol.x[offsets[j] : offsets[j + 1]] for j in range(M)]
+        return zs, res, str(sol.message)
+
+    # Continuation in depth: solve with 3 levels (started from the float equilibrium), then
+    # add levels one at a time, each new log-step guessed by repeating the last period's
+    # growth (Scheme 2 tails of faster types grow in periods of C_j/C_min levels).
+    lv = 3
+    Ks = truncation(lv)
+    idx = indices(Ks)
+    known = [np.asarray(mf.u[j][: K + 1]) > 1e-250 for j, K in enumerate(Ks)]
+    guess = [np.zeros(K + 2) for K in Ks]
+    for _ in range(4):
+        # Levels the float equilibrium resolves are taken from it; deeper ones from the
+        # dominant term of the equation, ℓ_{n+1} ≈ log Δ_j + d_j ℓ_n + Σ_i d_i ℓ^{(i)}_{idx},
+        # swept a few times because types reference each other's levels.
+        for j, K in enumerate(Ks):
+            g = guess[j]
+            for k in range(1, K + 1):
+                if k < known[j].size and known[j][k]:
+                    g[k] = math.log(mf.u[j][k])
+                else:
+                    dominant = log_delta[j] + d[j] * g[k - 1]
+                    dominant += sum(d[i] * guess[i][idx[j, i, k - 1]] for i in range(M) if i != j)
+                    g[k] = min(dominant, g[k - 1] - 1e-3)
+    z0 = [np.log(-np.diff(g[: K + 1])) for g, K in zip(guess, Ks, strict=True)]
+    zs, res, message = solve(lv, z0)
+    while lv < levels and res <= 1e-9:
+        lv += 1
+        z0 = []
+        for z, new_K in zip(zs, truncation(lv), strict=True):
+            p = new_K - z.size
+            growth = z[-p:] - z[-2 * p : -p] if z.size >= 2 * p else np.full(p, math.log(2.0))
+            z0.append(np.concatenate([z, z[-p:] + growth]))
+        zs, res, message = solve(lv, z0)
+    if not np.isfinite(res) or res > 1e-9:
+        raise ConvergenceError(f"log_tail: residual {res:.2e} > 1e-9 at {lv} levels ({message})")
+    ell = [np.concatenate([[0.0], -np.cumsum(np.exp(z))]) for z in zs]
+    inc = tuple(np.diff(np.log(-e[1:])) for e in ell)
+    return LogTail(log_u=tuple(ell), increments=inc, residual=res)
 
 
 # ------------------------------------------------------------------------------ uniqueness
@@ -1239,6 +1415,72 @@ def typed_split(system: System, lam_hat: float, d: Any = None) -> np.ndarray:
     return p / p.sum()
 
 
+# ------------------------------------------------------------------------------ simulation
+def simulate(
+    system: System,
+    lam: float,
+    policy: str = "scheme1",
+    *,
+    N: int,
+    horizon: float,
+    warmup: float,
+    seed: np.random.SeedSequence | int,
+    split: Any = None,
+    d_pool: int | None = None,
+    batches: int = 20,
+    start: str = "fixed_point",
+    chaos: bool = False,
+    beyond_stability: bool = False,
+    progress: bool = False,
+) -> OccupancySimResult:
+    """Simulate one policy with N servers in total (thin call into the occupancy kernel).
+
+    The kernel implements every policy of this module with the same tie rules (Schemes 1/2:
+    ties to the higher capacity; whole-system SQ(d): uniform). ``start="fixed_point"``
+    rounds the policy's mean-field equilibrium to the γ_jN servers of each type (shorter
+    transient), ``"empty"`` starts empty; the warm-up is discarded either way. Loads outside
+    the policy's stability region are refused unless ``beyond_stability`` (used to *show*
+    instability: the run is then finite, started empty, and the kernel's level cap stops a
+    runaway queue with UnstableError); λ ≥ μΣγC is always refused.
+    """
+    system = _check_system(system)
+    lam = _check_lam(lam)
+    policy = _check_policy(policy)
+    p, dp = _resolve(system, policy, split, d_pool)
+    if start not in ("fixed_point", "empty"):
+        raise ConfigError("start", f"must be 'fixed_point' or 'empty', got {start!r}")
+    if beyond_stability:
+        if lam >= system.total_capacity:
+            raise UnstableError(
+                f"lam={lam:g} >= total capacity {system.total_capacity:g}: no policy is stable"
+            )
+        start = "empty"
+    else:
+        _check_stable(system, lam, policy, p, dp)
+    initial = None
+    if start == "fixed_point":
+        mf = fixed_point(system, lam, policy, split=p if policy == "typed" else None, d_pool=dp)
+        sizes = [round(g * N) for g in system.gamma]
+        initial = np.stack([counts_from_tail(u, n) for u, n in zip(mf.u, sizes, strict=True)])
+    return simulate_occupancy(
+        lam=lam,
+        mu=system.mu,
+        N=N,
+        d=dp if policy == "sqd" else system.d if policy != "random" else 1,
+        horizon=horizon,
+        warmup=warmup,
+        seed=seed,
+        gamma=system.gamma,
+        capacity=system.capacity,
+        batches=batches,
+        initial=initial,
+        policy=policy,
+        split=p if policy == "typed" else None,
+        chaos=chaos,
+        progress=progress,
+    )
+
+
 # ------------------------------------------------------------------------------------- CLI
 def _listify(value: Any, key: str) -> Any:
     """Accept ``"0.5,0.5"`` (the command-line form) as well as a sequence."""
@@ -1262,6 +1504,92 @@ def _policy_of(policy: Any, scheme: Any) -> str:
     return named
 
 
+def _cli_system(gamma: Any, C: Any, d: Any, mu: float) -> System:
+    """The system from command-line style arguments; errors name the flag (``C``)."""
+    try:
+        return System(_listify(gamma, "gamma"), _listify(C, "C"), _listify(d, "d"), mu)
+    except ConfigError as err:
+        if err.key != "capacity":
+            raise
+        raise ConfigError("C", str(err).removeprefix("capacity: ")) from None
+
+
+def _cli_policy(
+    system: System,
+    policy: Any,
+    scheme: Any,
+    d_pool: Any,
+    split: Any,
+    lam_hat: Any,
+) -> tuple[str, Any, Any]:
+    """Policy name, split and pool size from the command-line style arguments."""
+    policy = _policy_of(policy, scheme)
+    if lam_hat is not None:
+        if policy != "typed":
+            raise ConfigError("lam_hat", "only policy 'typed' uses an assumed load")
+        if split is not None:
+            raise ConfigError("lam_hat", "give either split or lam_hat, not both")
+        split = typed_split(system, lam_hat)
+    elif split is not None:
+        split = _listify(split, "split")
+    return policy, split, d_pool
+
+
+def simulate_summary(
+    lam: float,
+    gamma: Any,
+    C: Any,
+    d: Any,
+    mu: float = 1.0,
+    *,
+    N: int,
+    horizon: float,
+    warmup: float,
+    seed: int,
+    policy: str | None = None,
+    scheme: Any = None,
+    d_pool: int | None = None,
+    split: Any = None,
+    lam_hat: float | None = None,
+    batches: int = 20,
+    start: str = "fixed_point",
+    progress: bool = False,
+) -> dict[str, Any]:
+    """JSON-ready result of ``lbrepro simulate hetero``: the simulation beside the MF and RMF."""
+    system = _cli_system(gamma, C, d, mu)
+    lam = _check_lam(lam)
+    policy, split, d_pool = _cli_policy(system, policy, scheme, d_pool, split, lam_hat)
+    sim = simulate(
+        system,
+        lam,
+        policy,
+        N=N,
+        horizon=horizon,
+        warmup=warmup,
+        seed=seed,
+        split=split,
+        d_pool=d_pool,
+        batches=batches,
+        start=start,
+        progress=progress,
+    )
+    rr = refined(system, lam, policy, split=split, d_pool=d_pool)
+    params: dict[str, Any] = {"lam": lam, **system.params(), "policy": policy, "start": start}
+    if split is not None:
+        params["split"] = [float(v) for v in split]
+    if rr.mean_field.d_pool is not None:
+        params["d_pool"] = rr.mean_field.d_pool
+    return {
+        "model": "hetero",
+        "params": params,
+        "mean_field": {
+            "mean_sojourn": rr.mean_field.mean_sojourn,
+            "mean_sojourn_refined": rr.mean_sojourn_at(N),
+            "mean_jobs_per_type": [float(v) for v in rr.mean_field.mean_jobs_per_type],
+        },
+    } | sim.to_dict()
+
+
 def solve(
     lam: float,
     gamma: Any,
@@ -1282,17 +1610,9 @@ def solve(
     ``lam_hat`` selects, for ``policy="typed"``, the split optimised for that assumed load
     (:func:`typed_split`) instead of ``split``/the proportional one.
     """
-    system = System(_listify(gamma, "gamma"), _listify(C, "capacity"), _listify(d, "d"), mu)
+    system = _cli_system(gamma, C, d, mu)
     lam = _check_lam(lam)
-    policy = _policy_of(policy, scheme)
-    if lam_hat is not None:
-        if policy != "typed":
-            raise ConfigError("lam_hat", "only policy 'typed' uses an assumed load")
-        if split is not None:
-            raise ConfigError("lam_hat", "give either split or lam_hat, not both")
-        split = typed_split(system, lam_hat)
-    elif split is not None:
-        split = _listify(split, "split")
+    policy, split, d_pool = _cli_policy(system, policy, scheme, d_pool, split, lam_hat)
     rr = refined(system, lam, policy, split=split, d_pool=d_pool)
     mf = rr.mean_field
     probe = uniqueness_probe(system, lam, policy, split=split, d_pool=d_pool)
