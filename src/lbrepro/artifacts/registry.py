@@ -95,7 +95,16 @@ PAPERS: dict[str, Paper] = {
         "A. Mukhopadhyay, A. Karthik & R. R. Mazumdar",
         "Mukhopadhyay, Karthik & Mazumdar, Randomized Assignment of Jobs to Servers in "
         "Heterogeneous Clusters of Shared Servers for Low Delay (seed text 000).",
-        "Schemes 1 and 2 sample every server type and keep the maximal stability region.",
+        (
+            "Processor-sharing servers of several types (fractions γ_j, capacities C_j). "
+            "Schemes 1 and 2 sample d_j servers of every type and send the job to the least "
+            "occupied one (Scheme 1) or the one offering the largest rate per job C_j/q "
+            "(Scheme 2). The paper claims: both schemes are stable up to the full capacity "
+            "μΣγ_jC_j, whereas SQ(d) over the whole system is not; the mean-field equilibrium "
+            "is unique and every type's tail decays doubly exponentially; the schemes need no "
+            "estimate of the arrival rate and beat a type-based split tuned for the wrong "
+            "load; the mean field becomes exact as N → ∞ (propagation of chaos)."
+        ),
         "000_f403dd77859fed04.txt",
     ),
     "whittle": Paper(
@@ -152,7 +161,7 @@ def register(artifact: Artifact) -> Artifact:
 
 def _load() -> None:
     # Importing the per-paper modules registers their artifacts.
-    from lbrepro.artifacts import supermarket, universality  # noqa: F401
+    from lbrepro.artifacts import hetero, supermarket, universality  # noqa: F401
 
 
 def all_artifacts() -> list[Artifact]:
