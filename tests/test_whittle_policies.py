@@ -1,0 +1,200 @@
+"""Joint K-server chain: operators against a brute-force matrix, RVI, policies, simulation."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+from lbrepro.core.errors import ConfigError, UnstableError
+from lbrepro.core.stats import bonferroni_factor
+from lbrepro.models import whittle as w
+from lbrepro.models import whittle_policies as wp
+
+SYS2 = dict(p=0.6, q=[0.3, 0.6], d=[1, "inf"])
+SYS3 = dict(p=0.7, q=[0.2, 0.4, 0.6], d=[1, 2, "inf"])
+
+
+def _brute_matrix(system: wp.System, B: int, route: np.ndarray) -> sp.csr_matrix:
+    """Transition matrix built state by state from the per-server departure pmfs."""
+    K = system.K
+    shape = (B + 1,) * K
+    rows, cols, vals = [], [], []
+    for n in itertools.product(range(B + 1), repeat=K):
+        i = np.ravel_multi_index(n, shape)
+        pmfs = [w.departure_pmf(n[k], system.q[k], system.d[k]) for k in range(K)]
+        for D in itertools.product(*(range(len(f)) for f in pmfs)):
+            prob = math.prod(pmfs[k][D[k]] for k in range(K))
+            m = [n[k] - D[k] for k in range(K)]
+            rows.append(i)
+            cols.append(np.ravel_multi_index(m, shape))
+            vals.append((1 - system.p) * prob)
+            for a in range(K):
+                r = route[(a, *n)]
+                if r == 0:
+                    continue
+                m2 = list(m)
+                m2[a] = min(m2[a] + 1, B)
+                rows.append(i)
+                cols.append(np.ravel_multi_index(m2, shape))
+                vals.append(system.p * r * prob)
+    size = (B + 1) ** K
+    return sp.csr_matrix((vals, (rows, cols)), shape=(size, size))
+
+
+def _stationary_direct(P: sp.csr_matrix) -> np.ndarray:
+    n = P.shape[0]
+    A = (sp.eye(n) - P).T.tolil()
+    A[0, :] = 1.0
+    b = np.zeros(n)
+    b[0] = 1.0
+    return spla.spsolve(A.tocsc(), b)
+
+
+@pytest.mark.parametrize(("spec", "B"), [(SYS2, 8), (SYS3, 5)])
+@pytest.mark.parametrize("policy", ["jsq", "whittle", "rsa"])
+def test_forward_and_backward_operators_match_brute_force(spec, B, policy) -> None:
+    system = wp.System.make(**spec)
+    chain = wp.JointChain(system, B)
+    route = (
+        chain.rsa_route()
+        if policy == "rsa"
+        else chain.index_route(wp.priorities(system, policy, B))
+    )
+    P = _brute_matrix(system, B, route)
+    assert np.allclose(np.asarray(P.sum(axis=1)).ravel(), 1.0, atol=1e-14)
+    rng = np.random.default_rng(1)
+    h = rng.normal(size=chain.shape)
+    Q = chain.action_values(h)
+    expected = (P @ h.ravel()).reshape(chain.shape)
+    assert np.allclose((route * Q).sum(axis=0), expected, atol=1e-13)
+    mu = rng.random(chain.shape)
+    assert np.allclose(chain.step_forward(mu, route).ravel(), P.T @ mu.ravel(), atol=1e-13)
+    pi = _stationary_direct(P)
+    ev = chain.evaluate(route)
+    assert ev["cost"] == pytest.approx(float(pi @ chain.cost.ravel()), rel=1e-9)
+
+
+def test_rvi_matches_policy_iteration_on_brute_force_matrix() -> None:
+    """RVI's policy is optimal: one exact policy-iteration test on the brute-force chain."""
+    system = wp.System.make(**SYS2)
+    B = 10
+    chain = wp.JointChain(system, B)
+    res = chain.rvi(tol=1e-11)
+    g_rvi = chain.evaluate(res["route"])["cost"]
+    assert res["g_low"] - 1e-9 <= g_rvi <= res["g_high"] + 1e-9
+    # Exact evaluation (g, h) of the RVI policy, then no allowed action may improve on it.
+    P = _brute_matrix(system, B, res["route"])
+    n = P.shape[0]
+    A = (sp.eye(n) - P).tolil()
+    A[:, 0] = 1.0
+    sol = spla.spsolve(A.tocsc(), chain.cost.ravel())
+    g, h = sol[0], sol.copy()
+    h[0] = 0.0
+    assert g == pytest.approx(g_rvi, rel=1e-9)
+    Q = np.where(chain.allowed, chain.action_values(h.reshape(chain.shape)), np.inf)
+    chosen = (res["route"] * np.where(np.isinf(Q), 0, Q)).sum(axis=0)
+    assert np.all(chosen <= Q.min(axis=0) + 1e-9 * (1 + np.abs(chosen)))
+
+
+@pytest.mark.parametrize("spec", [SYS2, dict(p=0.8, q=[0.5, 0.5], d=[1, "inf"])])
+@pytest.mark.parametrize("cost", ["linear", "meanvar"])
+def test_policies_exact_costs(spec, cost) -> None:
+    system = wp.System.make(**spec, cost=cost, beta=1.0)
+    res = wp.compare_policies(system, 24)
+    opt = res.costs["optimal"]
+    assert res.g_bounds[0] - 1e-8 <= opt <= res.g_bounds[1] + 1e-8
+    for policy, c in res.costs.items():
+        assert c >= res.g_bounds[0] - 1e-8, policy
+        if math.isfinite(c):
+            assert res.boundary_mass[policy] < wp.TRUNCATION_TOL
+
+
+def test_rsa_on_the_joint_chain_equals_the_per_server_formula() -> None:
+    """RSA splits the Bernoulli stream: each server alone sees Bernoulli(p/K) arrivals."""
+    system = wp.System.make(p=0.5, q=[0.5, 0.5], d=[1, "inf"], cost="meanvar", beta=2.0)
+    chain = wp.JointChain(system, 40)
+    ev = chain.evaluate(chain.rsa_route())
+    assert ev["boundary_mass"] < 1e-9
+    assert ev["cost"] == pytest.approx(wp.rsa_cost(system), rel=1e-8)
+
+
+def test_rsa_unstable_is_infinite() -> None:
+    system = wp.System.make(**SYS2)  # p/K = 0.3 ≥ q_1 = 0.3
+    assert wp.rsa_cost(system) == math.inf
+    # 0.6/3 rounds to 0.19999999999999998 < 0.2: still critical, not a 10⁵-level chain
+    assert wp.rsa_cost(wp.System.make(0.6, [0.2, 0.4, 0.6], [1, 2, "inf"])) == math.inf
+    assert wp.compare_policies(system, 20, policies=["rsa"]).costs["rsa"] == math.inf
+
+
+def test_buffer_too_small_is_refused() -> None:
+    system = wp.System.make(**SYS2)
+    with pytest.raises(ConfigError) as err:
+        wp.compare_policies(system, 4, policies=["jsq"])
+    assert err.value.key == "B"
+    res = wp.choose_buffer(system, start=4, policies=["jsq"])
+    assert res.B > 4 and res.boundary_mass["jsq"] < wp.TRUNCATION_TOL
+
+
+@pytest.mark.parametrize(
+    ("spec", "key"),
+    [
+        (dict(p=0.95, q=[0.3, 0.6], d=[1, 2]), None),
+        (dict(p=0.0, q=[0.3, 0.6], d=[1, 2]), "p"),
+        (dict(p=0.5, q=[0.0, 0.6], d=[1, 2]), "q[0]"),
+        (dict(p=0.5, q=[0.3, 1.5], d=[1, 2]), "q[1]"),
+        (dict(p=0.5, q=[0.3, 0.6], d=[0, 2]), "d[0]"),
+        (dict(p=0.5, q=[0.3, 0.6], d=[1]), "d"),
+    ],
+)
+def test_bad_systems(spec, key) -> None:
+    if key is None:
+        with pytest.raises(UnstableError, match="p"):
+            wp.System.make(**spec)
+    else:
+        with pytest.raises(ConfigError) as err:
+            wp.System.make(**spec)
+        assert err.value.key == key
+
+
+def test_simulation_matches_exact_costs() -> None:
+    """Slotted simulation (no buffer) against the exact truncated-chain cost, every policy."""
+    system = wp.System.make(p=0.7, q=[0.5, 0.5], d=[1, "inf"], cost="meanvar", beta=1.0)
+    res = wp.compare_policies(system, 30)
+    widen = bonferroni_factor(20, len(wp.POLICIES))
+    seed = np.random.SeedSequence(20261130)
+    for i, policy in enumerate(wp.POLICIES):
+        sim = wp.simulate(
+            system, policy, 1_000_000, 5_000, seed.spawn(1)[0], costs=res, prio_nmax=60
+        )
+        half = (sim["ci"][1] - sim["ci"][0]) / 2
+        assert abs(sim["cost"] - res.costs[policy]) <= widen * half, (policy, sim, res.costs)
+        assert half < 0.02 * res.costs[policy]
+        assert i >= 0
+
+
+def test_whittle_route_uses_indices() -> None:
+    system = wp.System.make(p=0.5, q=[0.3, 0.6], d=[1, "inf"])
+    chain = wp.JointChain(system, 6)
+    prio = wp.priorities(system, "whittle", 6)
+    route = chain.index_route(prio)
+    for n in itertools.product(range(6), repeat=2):
+        a = int(np.argmax(route[(slice(None), *n)]))
+        v = [prio[k, n[k]] for k in range(2)]
+        assert v[a] == min(v) or (v[a] <= min(v) * (1 + 1e-12) and system.q[a] == 0.6)
+    # JSEW: (n + 1)/q, ties to the larger q; at the empty state that is server 2
+    jsew = chain.index_route(wp.priorities(system, "jsew", 6))
+    assert jsew[1, 0, 0] == 1.0
+
+
+def test_whittle_equals_jsq_for_identical_servers() -> None:
+    """Identical servers have identical increasing indices: Whittle routes exactly as JSQ."""
+    system = wp.System.make(p=0.7, q=[0.5, 0.5], d=[2, 2], cost="meanvar", beta=1.0)
+    chain = wp.JointChain(system, 12)
+    a = chain.index_route(wp.priorities(system, "whittle", 12))
+    b = chain.index_route(wp.priorities(system, "jsq", 12))
+    assert np.array_equal(a, b)
