@@ -52,6 +52,7 @@ class ModelCommands:
     solve: Callable[..., dict[str, Any]] | None = None
     simulate: Callable[..., dict[str, Any]] | None = None
     sim_params: tuple[Param, ...] = field(default_factory=tuple)
+    solve_params: tuple[Param, ...] = field(default_factory=tuple)
 
 
 def _positive_int(text: str) -> int:
@@ -78,7 +79,7 @@ def _simulate_supermarket(
     batches: int,
     replace: bool,
     progress: bool,
-    start: str,
+    start: str | None,
 ) -> dict[str, Any]:
     from lbrepro.models import supermarket
 
@@ -93,11 +94,11 @@ def _simulate_supermarket(
         batches=batches,
         replace=replace,
         progress=progress,
-        start=start,
+        start=start or "fixed_point",
     )
     return {
         "model": "supermarket",
-        "params": {"lam": lam, "d": d, "mu": mu, "start": start},
+        "params": {"lam": lam, "d": d, "mu": mu, "start": start or "fixed_point"},
     } | result.to_dict()
 
 
@@ -122,7 +123,7 @@ def _simulate_universality(
     batches: int,
     replace: bool,
     progress: bool,
-    start: str,
+    start: str | None,
 ) -> dict[str, Any]:
     # The universality paper samples d(N) servers without replacement (d = N is JSQ), so
     # --no-replace is implied here and `replace` is not used.
@@ -138,11 +139,11 @@ def _simulate_universality(
         seed=seed,
         batches=batches,
         progress=progress,
-        start=start,
+        start=start or "fixed_point",
     )
     return {
         "model": "universality",
-        "params": {"lam": lam, "d": d, "d_value": d_value, "start": start},
+        "params": {"lam": lam, "d": d, "d_value": d_value, "start": start or "fixed_point"},
     } | result.to_dict()
 
 
@@ -179,7 +180,7 @@ def _simulate_hetero(
     batches: int,
     replace: bool,
     progress: bool,
-    start: str,
+    start: str | None,
     **kwargs: Any,
 ) -> dict[str, Any]:
     from lbrepro.models import hetero
@@ -194,7 +195,7 @@ def _simulate_hetero(
         seed=seed,
         batches=batches,
         progress=progress,
-        start=start,
+        start=start or "fixed_point",
     )
 
 
@@ -233,13 +234,97 @@ MODELS["universality"] = ModelCommands(
     simulate=_simulate_universality,
     sim_params=SIM_PARAMS,
 )
+
+
+def _solve_whittle(**kwargs: Any) -> dict[str, Any]:
+    from lbrepro.models import whittle_policies
+
+    return whittle_policies.cli_solve(**kwargs)
+
+
+def _simulate_whittle(
+    replace: bool, progress: bool, start: str | None, **kwargs: Any
+) -> dict[str, Any]:
+    from lbrepro.models import whittle_policies
+
+    if not replace or start is not None:
+        raise LbreproError("--no-replace and --start do not apply to the slotted whittle model")
+    return whittle_policies.cli_simulate(**kwargs)
+
+
+def _solve_general(dist: str, lam: float, d: int) -> dict[str, Any]:
+    from lbrepro.models import general
+
+    return general.solve(dist, lam, d)
+
+
+def _simulate_general(
+    dist: str,
+    lam: float,
+    d: int,
+    N: int,
+    horizon: float,
+    warmup: float,
+    seed: int,
+    batches: int,
+    replace: bool,
+    progress: bool,
+    start: str | None,
+) -> dict[str, Any]:
+    from lbrepro.models import general
+
+    if not replace:
+        raise LbreproError("replace: the general-service kernel samples with replacement only")
+    if start not in (None, "empty"):
+        raise LbreproError("start: the general-service simulation starts empty")
+    return general.simulate_cli(dist, lam, d, N, horizon, warmup, seed, batches)
+
+
+MODELS["whittle"] = ModelCommands(
+    params=(
+        Param("p", float, "arrival probability per slot", required=True),
+        Param("q", str, "service capacities, comma-separated (one per server)", required=True),
+        Param("d", str, "LPS levels, comma-separated; inf for processor sharing", required=True),
+        Param("cost", str, "linear or meanvar", default="linear"),
+        Param("beta", float, "mean–variance weight β", default=0.0),
+        Param("B", _positive_int, "starting buffer per server (grown to 1e-6 mass)", default=20),
+    ),
+    solve=_solve_whittle,
+    simulate=_simulate_whittle,
+    sim_params=(
+        Param("policy", str, "whittle, jsq, jsew, rsa or optimal", default="whittle"),
+        Param("horizon", float, "simulated slots", required=True),
+        Param("warmup", float, "slots discarded first (default: a tenth of the horizon)"),
+        Param("seed", _positive_int, "seed of the random stream", default=1),
+        Param("batches", _positive_int, "batches for the batch-means CI", default=20),
+    ),
+    solve_params=(
+        Param("nmax", _positive_int, "largest state whose index is printed", default=20),
+    ),
+)
+MODELS["general"] = ModelCommands(
+    params=(
+        Param(
+            "dist",
+            str,
+            "service distribution, scaled to mean 1: exp, erlang:m, hyperexp:scv, "
+            "coxian:r1,..,c1,.., det, weibull:k, lomax:alpha, lognormal:sigma",
+            default="exp",
+        ),
+        Param("lam", float, "arrival rate per server (= ρ)", required=True),
+        Param("d", _positive_int, "servers sampled per job", required=True),
+    ),
+    solve=_solve_general,
+    simulate=_simulate_general,
+    sim_params=SIM_PARAMS,
+)
 MODELS["hetero"] = ModelCommands(
     params=HETERO_PARAMS,
     solve=_solve_hetero,
     simulate=_simulate_hetero,
     sim_params=SIM_PARAMS,
 )
-PLANNED = ("whittle", "general", "affinity")
+PLANNED = ("affinity",)
 
 
 def _add_params(parser: argparse.ArgumentParser, params: Sequence[Param]) -> None:
@@ -271,6 +356,8 @@ def build_parser() -> argparse.ArgumentParser:
                 continue
             p_model = models.add_parser(slug, help=f"{command} the {slug} model")
             _add_params(p_model, spec.params)
+            if command == "solve":
+                _add_params(p_model, spec.solve_params)
             if command == "simulate":
                 _add_params(p_model, spec.sim_params)
                 p_model.add_argument(
@@ -282,8 +369,9 @@ def build_parser() -> argparse.ArgumentParser:
                 p_model.add_argument(
                     "--start",
                     choices=("fixed_point", "empty"),
-                    default="fixed_point",
-                    help="initial state: the mean-field fixed point rounded to N servers, or empty",
+                    default=None,
+                    help="initial state: the mean-field fixed point rounded to N servers "
+                    "(default where the model has one), or empty",
                 )
                 p_model.add_argument(
                     "--progress",
@@ -326,11 +414,12 @@ def _run_model(args: argparse.Namespace) -> dict[str, Any]:
     names = [p.name for p in spec.params]
     kwargs = {n: getattr(args, n) for n in names}
     if args.command == "solve":
-        return spec.solve(**kwargs)
+        return spec.solve(**kwargs, **{p.name: getattr(args, p.name) for p in spec.solve_params})
     kwargs |= {p.name: getattr(args, p.name) for p in spec.sim_params}
     if kwargs["warmup"] is None:
         kwargs["warmup"] = 0.1 * kwargs["horizon"]
-    expected_events = 2.0 * kwargs["lam"] * kwargs["N"] * kwargs["horizon"]
+    # Events ≈ arrivals + departures (slots for the slotted whittle model).
+    expected_events = 2.0 * kwargs.get("lam", 0.5) * kwargs.get("N", 1) * kwargs["horizon"]
     progress = {"on": True, "off": False}.get(args.progress, expected_events >= PROGRESS_EVENTS)
     return spec.simulate(**kwargs, replace=args.replace, progress=progress, start=args.start)
 

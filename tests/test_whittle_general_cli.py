@@ -1,0 +1,109 @@
+"""`lbrepro solve/simulate whittle|general`: JSON out, one-line errors naming the parameter."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "lbrepro", *args], capture_output=True, text=True, timeout=300
+    )
+
+
+def test_solve_whittle_one_server_matches_the_closed_form():
+    res = run("solve", "whittle", "--p", "0.3", "--q", "0.5", "--d", "1", "--nmax", "10")
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    assert out["index"] == pytest.approx(out["closed_form"]["index"], rel=1e-9)
+
+
+def test_simulate_whittle_policy_cost_has_a_ci():
+    res = run(
+        "simulate",
+        "whittle",
+        "--p",
+        "0.6",
+        "--q",
+        "0.3,0.6",
+        "--d",
+        "1,inf",
+        "--policy",
+        "jsq",
+        "--horizon",
+        "200000",
+        "--seed",
+        "3",
+    )
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    low, high = out["ci"]["mean_cost"]
+    assert low <= out["mean_cost"] <= high
+
+
+def test_solve_and_simulate_general():
+    solved = json.loads(run("solve", "general", "--dist", "exp", "--lam", "0.7", "--d", "2").stdout)
+    # The published closed form Π_2 = ρ^{d+1}/d (models.md §C), half the exponential truth.
+    assert solved["u"][2] == pytest.approx(0.7**3 / 2)
+    res = run(
+        "simulate",
+        "general",
+        "--dist",
+        "erlang:2",
+        "--lam",
+        "0.7",
+        "--d",
+        "2",
+        "--N",
+        "300",
+        "--horizon",
+        "500",
+        "--seed",
+        "2",
+    )
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    assert out["N"] == 300 and out["mean_sojourn"] > 1.0
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["solve", "whittle", "--p", "0.95", "--q", "0.5,0.4", "--d", "1,inf"], "p:"),
+        (["solve", "whittle", "--p", "0.3", "--q", "1.5", "--d", "1"], "q"),
+        (["solve", "whittle", "--p", "0.3", "--q", "0.5", "--d", "0"], "d"),
+        (["solve", "general", "--dist", "lomax:0.9", "--lam", "0.5", "--d", "2"], "alpha"),
+        (["solve", "general", "--dist", "exp", "--lam", "1.0", "--d", "2"], "lam"),
+        (["solve", "general", "--dist", "erlang:0", "--lam", "0.5", "--d", "2"], "m"),
+        (
+            [
+                "simulate",
+                "general",
+                "--dist",
+                "exp",
+                "--lam",
+                "0.5",
+                "--d",
+                "2",
+                "--N",
+                "10",
+                "--horizon",
+                "10",
+                "--start",
+                "fixed_point",
+            ],
+            "start",
+        ),
+    ],
+)
+def test_bad_input_one_line_exit_2(args, needle):
+    result = run(*args)
+    assert result.returncode == 2, result
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert needle in lines[0]
+    assert "Traceback" not in result.stderr
