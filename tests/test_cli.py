@@ -95,7 +95,7 @@ def test_simulate_supermarket_json_has_cis():
             ["simulate", "supermarket", "--lam", "1.0", "--d", "2", "--N", "10", "--horizon", "10"],
             "unstable",
         ),
-        (["solve", "affinity"], "not implemented"),
+        (["solve", "nosuch"], "invalid choice"),
         (
             ["solve", "hetero", "--lam", "1", "--gamma", "0.5,0.6", "--C", "1,2", "--d", "2,2"],
             "gamma",

@@ -1,4 +1,4 @@
-"""`lbrepro solve/simulate whittle|general`: JSON out, one-line errors naming the parameter."""
+"""`lbrepro solve/simulate whittle|general|affinity`: JSON out, one-line errors."""
 
 from __future__ import annotations
 
@@ -107,3 +107,31 @@ def test_bad_input_one_line_exit_2(args, needle):
     assert len(lines) == 1, result.stderr
     assert needle in lines[0]
     assert "Traceback" not in result.stderr
+
+
+def test_solve_and_simulate_affinity():
+    solved = run("solve", "affinity", "--lam", "0.8", "--d1", "25")
+    assert solved.returncode == 0, solved.stderr
+    assert json.loads(solved.stdout)["dstar"] == 18
+    res = run(
+        "simulate",
+        "affinity",
+        "--lam",
+        "0.8",
+        "--d1",
+        "3",
+        "--N",
+        "500",
+        "--horizon",
+        "200",
+        "--warmup",
+        "50",
+        "--start",
+        "type2",
+        "--seed",
+        "3",
+    )
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["params"]["start"] == "type2"
+    bad = run("solve", "affinity", "--lam", "0.8", "--mu2", "1.2", "--d1", "3")
+    assert bad.returncode == 2 and "mu2" in bad.stderr and "Traceback" not in bad.stderr

@@ -280,6 +280,46 @@ def _simulate_general(
     return general.simulate_cli(dist, lam, d, N, horizon, warmup, seed, batches)
 
 
+def _solve_affinity(lam: float, mu2: float, mu1: float, d1: int) -> dict[str, Any]:
+    from lbrepro.models import affinity
+
+    return affinity.cli_solve(lam, mu2, mu1, d1)
+
+
+def _simulate_affinity(
+    lam: float,
+    mu2: float,
+    mu1: float,
+    d1: int,
+    N: int,
+    horizon: float,
+    warmup: float,
+    seed: int,
+    batches: int,
+    replace: bool,
+    progress: bool,
+    start: str | None,
+) -> dict[str, Any]:
+    from lbrepro.models import affinity
+
+    if not replace:
+        raise LbreproError("replace: the d1 primary servers are always distinct already")
+    return affinity.cli_simulate(
+        lam, mu2, mu1, d1, N, horizon, warmup, seed, batches, True, progress, start or "fixed_point"
+    )
+
+
+MODELS["affinity"] = ModelCommands(
+    params=(
+        Param("lam", float, "arrival rate per server (< mu1)", required=True),
+        Param("mu2", float, "type-II service rate (< mu1)", default=0.5),
+        Param("mu1", float, "type-I service rate", default=1.0),
+        Param("d1", _positive_int, "primary servers per type-I job", required=True),
+    ),
+    solve=_solve_affinity,
+    simulate=_simulate_affinity,
+    sim_params=SIM_PARAMS,
+)
 MODELS["whittle"] = ModelCommands(
     params=(
         Param("p", float, "arrival probability per slot", required=True),
@@ -324,7 +364,6 @@ MODELS["hetero"] = ModelCommands(
     simulate=_simulate_hetero,
     sim_params=SIM_PARAMS,
 )
-PLANNED = ("affinity",)
 
 
 def _add_params(parser: argparse.ArgumentParser, params: Sequence[Param]) -> None:
@@ -368,10 +407,11 @@ def build_parser() -> argparse.ArgumentParser:
                 )
                 p_model.add_argument(
                     "--start",
-                    choices=("fixed_point", "empty"),
+                    choices=("fixed_point", "empty", "type2"),
                     default=None,
                     help="initial state: the mean-field fixed point rounded to N servers "
-                    "(default where the model has one), or empty",
+                    "(default where the model has one), empty, or (affinity) one type-II job "
+                    "at every server",
                 )
                 p_model.add_argument(
                     "--progress",
@@ -379,8 +419,6 @@ def build_parser() -> argparse.ArgumentParser:
                     default="auto",
                     help="progress bar on stderr (auto: for long runs)",
                 )
-        for slug in PLANNED:
-            models.add_parser(slug, help=f"{slug}: not implemented yet")
     return parser
 
 
@@ -408,9 +446,7 @@ def _validate(paths: Sequence[str]) -> None:
 
 
 def _run_model(args: argparse.Namespace) -> dict[str, Any]:
-    spec = MODELS.get(args.model)
-    if spec is None:
-        raise LbreproError(f"model {args.model!r} is not implemented yet")
+    spec = MODELS[args.model]
     names = [p.name for p in spec.params]
     kwargs = {n: getattr(args, n) for n in names}
     if args.command == "solve":

@@ -161,7 +161,14 @@ def register(artifact: Artifact) -> Artifact:
 
 def _load() -> None:
     # Importing the per-paper modules registers their artifacts.
-    from lbrepro.artifacts import general, hetero, supermarket, universality, whittle  # noqa: F401
+    from lbrepro.artifacts import (  # noqa: F401
+        affinity,
+        general,
+        hetero,
+        supermarket,
+        universality,
+        whittle,
+    )
 
 
 def all_artifacts() -> list[Artifact]:
