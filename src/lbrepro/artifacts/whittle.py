@@ -886,7 +886,7 @@ def _gap_claims(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
 
 def _plot_compare(rows: Rows, cfg: Mapping[str, Any]):
     names = list(_scenarios(cfg))
-    fig, axes = new_figure(2, len(names), width=3.0 * len(names), height=5.4)
+    fig, axes = new_figure(2, len(names), width=max(7.0, 3.0 * len(names)), height=5.4)
     for j, name in enumerate(names):
         sc = _scenarios(cfg)[name]
         label = " + ".join(f"({_dl(d)}, {q:g})" for d, q in zip(sc["d"], sc["q"], strict=True))
@@ -943,7 +943,7 @@ def _plot_compare(rows: Rows, cfg: Mapping[str, Any]):
         axes[0][0].errorbar([], [], yerr=[], color="k", ls="none", marker="o", mfc="white")
     )
     labels.append("simulation (95% CI)")
-    fig.legend(handles, labels, loc="outside lower center", ncols=6)
+    fig.legend(handles, labels, loc="outside lower center", ncols=min(6, max(3, 2 * len(names))))
     return fig
 
 
