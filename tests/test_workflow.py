@@ -86,6 +86,10 @@ def test_bad_config_stops_before_any_job(tmp_path, override, key):
     assert not (tmp_path / "results").exists()
 
 
+# The `method` values of the data contract (README, "Outputs").
+METHODS = {"cf", "mf", "rmf", "sim", "sde", "mdp", "published", "path"}
+
+
 @pytest.mark.slow
 def test_quick_profile_end_to_end(tmp_path):
     run = snakemake("--cores", "2", "--directory", str(tmp_path), *QUICK, timeout=900)
@@ -98,6 +102,7 @@ def test_quick_profile_end_to_end(tmp_path):
         rows = read_table(paths["table"])
         assert {"method", "quantity", "value"} <= set(rows[0])
         for row in rows:
+            assert row["method"] in METHODS, row
             if row["method"] == "sim" and not row.get("diverged"):
                 assert row["ci_low"] <= row["value"] <= row["ci_high"]
                 assert row["N"] is not None and row["seed"] is not None

@@ -625,7 +625,7 @@ def _svf_compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
             for t, v in zip(times, tr[:, i, j], strict=True):
                 rows.append(_row("mf", "x_t", float(v), t=float(t), i=i, j=j) | case)
             for t, v in zip(snap, sim.snaps[:, i, j], strict=True):
-                rows.append(_row("sim", "x_t", float(v), t=float(t), i=i, j=j, N=N) | case)
+                rows.append(_row("path", "x_t", float(v), t=float(t), i=i, j=j, N=N) | case)
             rows.append(
                 _row(
                     "sim",
@@ -728,7 +728,7 @@ def _svf_plot(rows: Rows, cfg: Mapping[str, Any]):
         cells = [(0, 0), (1, 0), (0, 1), (1, 1), (2, 1)]
         for c, (i, j) in enumerate(cells):
             mf = select(rows, method="mf", quantity="x_t", d1=d1, start=start, i=i, j=j)
-            sim = select(rows, method="sim", quantity="x_t", d1=d1, start=start, i=i, j=j)
+            sim = select(rows, method="path", quantity="x_t", d1=d1, start=start, i=i, j=j)
             ax.plot(
                 [r["t"] for r in sim], [r["value"] for r in sim], color=color(c), lw=0.6, alpha=0.7
             )
@@ -1202,7 +1202,7 @@ def _perf_compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
     ):
         rows.append(
             _row(
-                "sim",
+                "sim" if ci[0] is not None else "path",  # no batch-means CI for the variance
                 quantity,
                 value,
                 ci_low=ci[0],
@@ -1601,7 +1601,7 @@ def _tun_compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
         half = 1.96 * float(np.std(res, ddof=1)) / math.sqrt(n) if n >= 2 else math.nan
         rows.append(
             _row(
-                "sim",
+                "sim" if n >= 2 else "path",  # one residence gives no CI
                 "residence",
                 mean,
                 ci_low=mean - half,
@@ -1614,11 +1614,11 @@ def _tun_compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
                 horizon=p["horizon"],
             )
         )
-    rows.append(_row("sim", "time_fraction_queueing", float(np.mean(h >= 0.5)), N=N))
+    rows.append(_row("path", "time_fraction_queueing", float(np.mean(h >= 0.5)), N=N))
     every = max(1, round(1.0 / p["dt_snap"]))
     for t, v in zip(snap[::every], h[::every], strict=True):
         if t <= p["t_trace"]:
-            rows.append(_row("sim", "type2_fraction", float(v), t=float(t), N=N))
+            rows.append(_row("path", "type2_fraction", float(v), t=float(t), N=N))
     return _contract(rows, seed, N)
 
 

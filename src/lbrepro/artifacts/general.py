@@ -366,7 +366,8 @@ def _sim_rows(sim: Any, seed: np.random.SeedSequence, kmax: int, base: dict[str,
             "ci_high": sim.mean_sojourn_ci[1],
         }
     )
-    rows.append(common | {"quantity": "max_queue", "value": sim.max_queue})
+    # The longest queue seen: a sample-path maximum, not an estimate with a CI.
+    rows.append(common | {"method": "path", "quantity": "max_queue", "value": sim.max_queue})
     return rows
 
 
@@ -657,7 +658,7 @@ def _doubly_exponential_test(rows: Rows, spec: str, rho: float, d: int) -> dict[
         y = [math.log(-math.log(sim[k]["value"])) for k in levels]
         out["slope"] = float(np.polyfit(levels, y, 1)[0])
         out["ratio"] = sim[levels[-1]]["value"] / sim[levels[-2]]["value"]
-    longest = select(rows, method="sim", quantity="max_queue", dist=spec, rho=rho, d=d)
+    longest = select(rows, method="path", quantity="max_queue", dist=spec, rho=rho, d=d)
     out["deepest"] = int(longest[0]["value"]) if longest else max(sim)
     return out
 
@@ -802,7 +803,7 @@ def _tail_plot(rows: Rows, cfg: Mapping[str, Any]):
 
 def _tail_summary(rows: Rows) -> Rows:
     out: Rows = []
-    for s in select(rows, method="sim", quantity="max_queue"):
+    for s in select(rows, method="path", quantity="max_queue"):
         key = {"dist": s["dist"], "rho": s["rho"], "d": s["d"]}
         shape = _doubly_exponential_test(rows, s["dist"], s["rho"], s["d"])
         u = {r["k"]: r for r in select(rows, method="sim", quantity="u", **key)}

@@ -747,6 +747,7 @@ def _compute_compare_rows(
                     "value": sim["cost"],
                     "ci_low": sim["ci"][0],
                     "ci_high": sim["ci"][1],
+                    "N": system.K,  # servers
                     "seed": seed.entropy,
                     "batches": sim["batches"],
                     "slots": sim["slots"],
