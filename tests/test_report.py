@@ -393,3 +393,15 @@ def test_provenance_in_git_repo(tmp_path: Path) -> None:
 
 def test_package_version_missing() -> None:
     assert prov.package_version("surely-not-an-installed-distribution") == "not installed"
+
+
+def test_provenance_names_the_source_checkout_not_the_run_folder(tree: FakeTree) -> None:
+    # A run with --directory elsewhere (tree.root is no git checkout) still names the commit
+    # of the code it ran.
+    repo = Path(__file__).resolve().parents[1]
+    state = prov.git_state(repo)
+    if state["commit"] == "unknown":
+        pytest.skip("the repository is not a usable git checkout here")
+    html = tree.render(source=repo).read_text(encoding="utf-8")
+    block = re.search(r'<section id="provenance">(.*?)</section>', html, re.S).group(1)
+    assert state["commit"] in block

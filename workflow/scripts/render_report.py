@@ -11,4 +11,6 @@ with logging_to(snakemake.log[0]):
         root=Path("."),
         out=Path(snakemake.output[0]),
         templates=Path(snakemake.input.templates[0]).parent,
+        # the checkout the workflow runs from (report/templates/ lies in it)
+        source=Path(snakemake.input.templates[0]).resolve().parents[2],
     )

@@ -210,8 +210,13 @@ def build_context(
     bench_dir: Path,
     artifacts: Sequence[Artifact],
     papers: Mapping[str, Paper],
+    source: Path | None = None,
 ) -> dict[str, Any]:
-    """The template's variables: pure data, so tests can inspect it without HTML."""
+    """The template's variables: pure data, so tests can inspect it without HTML.
+
+    ``source`` is the checkout whose commit the provenance names (default ``root``): a run
+    with ``--directory`` elsewhere still reports the code it ran.
+    """
     out_dir = out.parent
     views = [_artifact_view(a, config, root, out_dir) for a in artifacts]
 
@@ -262,7 +267,7 @@ def build_context(
         "claims": all_claims,
         "sections": sections,
         "uncovered": uncovered,
-        "provenance": provenance(config, root),
+        "provenance": provenance(config, source if source is not None else root),
         "shared_config": shared,
         "runtimes": runtimes,
         "labels": {"reproduced": REPRODUCED, "not_reproduced": NOT_REPRODUCED, "missing": MISSING},
@@ -297,6 +302,7 @@ def render_report(
     bench_dir: Path | None = None,
     artifacts: Sequence[Artifact] | None = None,
     papers: Mapping[str, Paper] | None = None,
+    source: Path | None = None,
 ) -> Path:
     """Render the HTML report and return its path.
 
@@ -313,7 +319,13 @@ def render_report(
     papers = papers if papers is not None else registry.PAPERS
 
     context = build_context(
-        config, root=root, out=out, bench_dir=bench_dir, artifacts=artifacts, papers=papers
+        config,
+        root=root,
+        out=out,
+        bench_dir=bench_dir,
+        artifacts=artifacts,
+        papers=papers,
+        source=source,
     )
     html = environment(templates).get_template(TEMPLATE).render(**context)
     out.parent.mkdir(parents=True, exist_ok=True)
