@@ -155,15 +155,19 @@ def _run(
                 s = perm[r]
                 perm[r] = perm[k]
                 perm[k] = s
-                if n1[s] == 0 and n2[s] == 0:
+                tot = n1[s] + n2[s]
+                if tot == 0:
                     chosen = s
                     break
                 # The partial shuffle yields the primaries in uniformly random order, so the
                 # first server attaining the minimum is uniform among the tied ones.
-                tot = n1[s] + n2[s]
                 if tot < best_tot:
                     best = s
                     best_tot = tot
+                    # With no idle server anywhere no primary holds fewer than 1 job, so the
+                    # first one holding exactly 1 is already the (uniform) minimiser.
+                    if tot == 1 and size[IDLE] == 0:
+                        break
             if chosen >= 0:
                 _set(chosen, 1, 0, n1, n2, c, area, last, members, pos, size, t, top)
                 counters[1] += 1
