@@ -86,6 +86,12 @@ def _sim_sojourn_row(sim: Any, seed: np.random.SeedSequence) -> dict[str, Any]:
     }
 
 
+def _check_load(key: str, rho: float) -> None:
+    """Loads are normalised by the full capacity μΣγC: no policy is stable at ρ ≥ 1."""
+    if rho >= 1:
+        raise ConfigError(key, f"load {rho} >= 1: unstable")
+
+
 def _validate_systems(key: str, cfg: Mapping[str, Any]) -> None:
     """Build every configured system, so bad γ, C or d fail before any job runs."""
     names = [spec["name"] for spec in cfg["systems"]]
@@ -107,8 +113,7 @@ def _validate_systems(key: str, cfg: Mapping[str, Any]) -> None:
 def _validate_sojourn(cfg: Mapping[str, Any]) -> None:
     _validate_systems("hetero-sojourn", cfg)
     for i, rho in enumerate(cfg["rho_sim"]):
-        if rho >= 1:
-            raise ConfigError(f"hetero-sojourn.rho_sim[{i}]", f"load {rho} >= 1: unstable")
+        _check_load(f"hetero-sojourn.rho_sim[{i}]", rho)
         if rho not in cfg["rho_grid"]:
             raise ConfigError(
                 f"hetero-sojourn.rho_sim[{i}]",
@@ -646,8 +651,7 @@ register(
 
 def _validate_tail(cfg: Mapping[str, Any]) -> None:
     _validate_systems("hetero-tail", cfg)
-    if cfg["rho"] >= 1:
-        raise ConfigError("hetero-tail.rho", f"load {cfg['rho']} >= 1: unstable")
+    _check_load("hetero-tail.rho", cfg["rho"])
 
 
 def _tail_points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -905,8 +909,7 @@ register(
 def _validate_accuracy(cfg: Mapping[str, Any]) -> None:
     _validate_systems("hetero-accuracy", cfg)
     for i, rho in enumerate(cfg["rho"]):
-        if rho >= 1:
-            raise ConfigError(f"hetero-accuracy.rho[{i}]", f"load {rho} >= 1: unstable")
+        _check_load(f"hetero-accuracy.rho[{i}]", rho)
 
 
 def _accuracy_points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -1051,8 +1054,7 @@ register(
 
 def _validate_chaos(cfg: Mapping[str, Any]) -> None:
     _validate_systems("hetero-chaos", cfg)
-    if cfg["rho"] >= 1:
-        raise ConfigError("hetero-chaos.rho", f"load {cfg['rho']} >= 1: unstable")
+    _check_load("hetero-chaos.rho", cfg["rho"])
 
 
 def _chaos_points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
