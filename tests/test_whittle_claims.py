@@ -252,3 +252,19 @@ def test_compare_false() -> None:
     assert not _by(claims, "can outperform JSEW").passed
     with pytest.raises(EmptyComparisonError):
         wa._check_compare(_gap_rows(GOOD), GAP_CFG)
+
+
+# ----------------------------------------------------------------------------- the model's control
+def test_indexability_control_curve_is_flagged() -> None:
+    from lbrepro.models import whittle as model
+
+    res = model.check_indexability(0.3, 0.5, 2.0, mmax=3)
+    assert res.passed and not res.failures
+    shifted = res.indices.copy()
+    shifted[:-1] = (res.indices[:-1] + res.indices[1:]) / 2
+    ctrl = model.check_indexability(0.3, 0.5, 2.0, mmax=3, indices=shifted)
+    assert not ctrl.passed
+    assert sorted({f["m"] for f in ctrl.failures}) == [0, 1, 2, 3]
+    assert all(f["side"] == "below" for f in ctrl.failures)
+    with pytest.raises(ValueError):
+        model.check_indexability(0.3, 0.5, 2.0, mmax=3, indices=shifted[:3])
