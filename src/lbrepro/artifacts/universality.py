@@ -68,20 +68,6 @@ def _difference(e: Estimate, ref: Estimate) -> Estimate:
     return Estimate(diff, diff - half, diff + half, half, batches, e.N, e.seed)
 
 
-def _both(first: Verdict, second: Verdict, what: tuple[str, str]) -> Verdict:
-    """One verdict that holds when both parts hold; each part's numbers stay readable."""
-    return Verdict(
-        passed=bool(first.passed and second.passed),
-        measured={what[0]: first.measured, what[1]: second.measured},
-        expected=f"{what[0]}: {first.expected}; {what[1]}: {second.expected}",
-        tolerance=f"{what[0]}: {first.tolerance}; {what[1]}: {second.tolerance}",
-        details=(
-            f"{what[0]} {'holds' if first.passed else 'fails'} ({first.details}); "
-            f"{what[1]} {'holds' if second.passed else 'fails'} ({second.details})"
-        ),
-    )
-
-
 def _sim_rows(sim: Any, seed: np.random.SeedSequence, scale: float = 1.0, **extra: Any) -> Rows:
     """Tidy rows of q_1, q_2 (×scale), mean jobs and P(wait) of one simulation."""
 
