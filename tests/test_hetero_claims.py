@@ -314,3 +314,10 @@ def test_every_artifact_notes_its_reconstruction():
     assert any("[reconstruction]" in n for n in registry.get("hetero-chaos").reconstructions)
     assert "growing linearly" not in registry.get("hetero-stability").caption
     assert "decays doubly exponentially" not in registry.get("hetero-tail").caption
+
+
+def test_control_loads_must_stay_positive():
+    with pytest.raises(Exception, match="positive load"):
+        hetero._validate_tail({"systems": [H2], "rho": 0.05})
+    with pytest.raises(Exception, match="positive load"):
+        hetero._validate_accuracy({"systems": [H2], "rho": [0.5, 0.04]})
