@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import pytest
 
@@ -283,9 +284,14 @@ def test_accuracy_summary_reads_the_right_rows():
 CHAOS_CFG = {"systems": [H2], "N": [10, 20, 50, 100]}
 
 
-def chaos_rows(cov=lambda N: -0.5 / N) -> list[dict]:
+def chaos_rows(cov=lambda N: -0.5 / N, var=lambda N: 5.0) -> list[dict]:
     rows = []
     for N in CHAOS_CFG["N"]:
+        for j in (0, 1):
+            rows.append(
+                {"system": "S", "quantity": "var_tagged", "type_a": j, "type_b": j, "N": N}
+                | sim(var(N), 0.1)
+            )
         for q, a, b in (("cov_same", 0, 0), ("cov_same", 1, 1), ("cov_cross", 0, 1)):
             rows.append(
                 {"system": "S", "quantity": q, "type_a": a, "type_b": b, "N": N}
@@ -303,6 +309,22 @@ def test_chaos_holds():
 def test_chaos_fails_where_false():
     claims = hetero._check_chaos(chaos_rows(lambda N: 0.05), CHAOS_CFG)
     assert len(failing(claims, "vanishes")) == 3
+    # Falling by far more than half, but towards a positive limit: N·Cov rises, the claim fails.
+    claims = hetero._check_chaos(chaos_rows(lambda N: 0.02 + 1 / N), CHAOS_CFG)
+    assert len(failing(claims, "vanishes")) == 3
+
+
+def test_chaos_control_variance_from_the_tail():
+    run = SimpleNamespace(
+        u=[[1.0, 0.5, 0.25]], u_ci_low=[[1.0, 0.49, 0.24]], u_ci_high=[[1.0, 0.51, 0.26]]
+    )
+    out = hetero._variance(run, 0)
+    # P(q = 0, 1, 2) = 0.5, 0.25, 0.25: E q = 0.75, E q² = 1.25.
+    assert out["value"] == pytest.approx(1.25 - 0.75**2)
+    assert out["ci_low"] < out["value"] < out["ci_high"]
+    # A variance that vanished like the covariance would make the control pass: inconclusive.
+    claims = hetero._check_chaos(chaos_rows(var=lambda N: 50 / N), CHAOS_CFG)
+    assert all(c.status == "inconclusive" for c in claims)
 
 
 # ------------------------------------------------------------------------- every artifact
