@@ -154,7 +154,7 @@ log "cluster up: node $host, $cpus CPUs, partitions debug (default) and $partiti
 # Both in scratch directories, so that a checkout's own results/ neither masks nor receives
 # anything. The local reference run goes alongside: the SLURM run spends most of its time
 # waiting between status checks.
-timeout 300 snakemake "$target" --cores 1 \
+timeout -k 20 300 snakemake "$target" --cores 1 \
     --directory "$work/local" --configfile "${configs[@]}" >"$work/snakemake-local.log" 2>&1 &
 local_pid=$!
 
@@ -164,8 +164,9 @@ pids+=($!)
 
 export SBATCH_PARTITION=$partition
 # timeout: a status check that never sees the jobs finish (sacct without accounting) must fail
-# the step, not hang CI.
-timeout 300 snakemake "$target" --workflow-profile workflow/profiles/slurm \
+# the step, not hang CI. -k: on SIGTERM Snakemake waits for its running jobs to finish, which
+# in that very case never happens (seen: still waiting 10 minutes after the job COMPLETED).
+timeout -k 20 300 snakemake "$target" --workflow-profile workflow/profiles/slurm \
     --directory "$work/slurm" --configfile "${configs[@]}" >"$work/snakemake-slurm.log" 2>&1 ||
     { tail -n 40 "$work/snakemake-slurm.log"; log "SLURM run failed"; exit 1; }
 unset SBATCH_PARTITION
