@@ -17,6 +17,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 t0=$(date +%s)
 export DEBIAN_FRONTEND=noninteractive
+log() { echo "[slurm-ci $(($(date +%s) - t0))s] $*"; }
 
 target=results/supermarket/supermarket-tail.csv # 3 compute_point jobs in the quick config
 configs=(config/config.yaml config/quick.yaml)
@@ -27,13 +28,13 @@ if ! command -v slurmctld >/dev/null || ! command -v slurmd >/dev/null ||
     ! command -v sbatch >/dev/null || ! command -v munged >/dev/null; then
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends slurm-wlm munge >/dev/null
+    log "installed slurm-wlm and munge"
 fi
 
 work=$(mktemp -d /tmp/lbrepro-slurm.XXXXXX)
 local_pid=
 pids=() # daemons and helpers this script started, stopped in reverse order on exit
 
-log() { echo "[slurm-ci $(($(date +%s) - t0))s] $*"; }
 
 teardown() {
     local rc=$?
@@ -90,10 +91,11 @@ unset SLURM_CONF
 mkdir -p "$work"/{state,spool,munge} /etc/slurm
 chmod 700 "$work"/munge
 
+# Its own key and socket: a munged of the machine, if any, is neither needed nor disturbed.
 mungekey --create --keyfile="$work/munge/munge.key" --force
 munged --foreground --force --socket="$work/munge/munge.socket" \
     --key-file="$work/munge/munge.key" --pid-file="$work/munge/munged.pid" \
-    --log-file="$work/munged.log" --seed-file="$work/munge/munged.seed" &
+    --log-file="$work/munged.log" --seed-file="$work/munge/munged.seed" 2>/dev/null &
 pids+=($!)
 
 cat >"$conf.tmp" <<EOF
@@ -135,10 +137,11 @@ mv "$conf.tmp" "$conf"
 conf_written=1
 
 for _ in $(seq 50); do [[ -S $work/munge/munge.socket ]] && break; sleep 0.1; done
-slurmctld -D &
+# In the foreground (-D) so that $! is the daemon; they log to their files, stderr repeats it.
+slurmctld -D 2>/dev/null &
 pids+=($!)
 slurmctld_started=1
-slurmd -D &
+slurmd -D 2>/dev/null &
 pids+=($!)
 
 state=
