@@ -410,9 +410,9 @@ def tun_rows(grow=True, switches=40):
         rows.append(sim(m, 150, N, batches=12, quantity="exit_time", censored=0, reps=12,
                         cap=1e5))  # fmt: skip
     for i, N in enumerate((125, 150, 200)):
-        p = 0.5 + sign * 0.2 * i
-        rows.append(sim(p, 0.1, N, batches=12, quantity="queueing_survival", stayed=6, reps=12,
-                        cap=2e4))  # fmt: skip
+        m = 10000 + sign * 4000 * i
+        rows.append(sim(m, 1500, N, batches=12, quantity="queueing_exit_time", censored=2,
+                        reps=12, cap=5e4))  # fmt: skip
     for i, N in enumerate((60, 80)):
         for state in ("queueing", "no-queueing"):
             m = 100 + sign * 60 * i
