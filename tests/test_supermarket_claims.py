@@ -190,6 +190,9 @@ def test_order_verdict_rule() -> None:
     assert not sm.order_verdict(1.05, 0.1, 2).passed
     assert not sm.order_verdict(1.4, 0.35, 1).passed  # CI reaches the neighbouring order 2
     assert not sm.order_verdict(1.6, 0.01, 1).passed  # nearer 2 than 1
+    assert sm.at_least_order_verdict(2.7, 0.3, 2).passed  # faster than 1/N² is O(1/N²)
+    assert not sm.at_least_order_verdict(1.1, 0.05, 2).passed  # a 1/N error is not
+    assert not sm.at_least_order_verdict(2.7, 2.0, 2).passed  # not shown faster than 1/N
 
 
 def test_accuracy_needs_three_values_of_n() -> None:

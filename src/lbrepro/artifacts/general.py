@@ -4,7 +4,8 @@ The paper's closed form is reproduced as published — θ, Π_k, T_d — and set
 the exact mean field for phase-type service (cavity queue; it agrees with the (n, phase) ODE
 to 1e-8, see tests) and simulation of N FCFS servers for any service distribution.
 
-- ``general-theta-table``: Table 1, θ for Erlang-m of rate 1 (μ = 1/m), m, d = 1..5.
+- ``general-theta-table``: Table 1, θ for Erlang service, m, d = 1..5, under the two readings
+  of the seed's example (A: m phases of rate 1, μ = 1/m; B: the printed formula, μ = 1).
 - ``general-theta-exp``: θ against μ for exponential service, d = 2 and 3.
 - ``general-theta-examples``: θ by quadrature against the closed forms of models.md §C.
 - ``general-sojourn``: E[T] against ρ for Erlang-2, d = 2 — published T_d, exact mean field,
