@@ -903,7 +903,8 @@ def _tail_check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
         )
         claims.append(
             make_claim(
-                f"“Doubly exponential even for heavy tails” (the paper: for every service law): "
+                "“Doubly exponential even for heavy tails” (the paper: for every service law "
+                "of finite mean): "
                 f"{dist.label}, d = {d}, ρ = {rho:g} — simulated u_k decay doubly "
                 f"exponentially — log(−log u_k) rises significantly faster than for a geometric "
                 f"tail (N = {N})",
