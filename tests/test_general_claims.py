@@ -187,7 +187,7 @@ TAIL = {"dists": ["exp"], "rho": 0.7, "d": D, "N": N}
 def test_tail_claims_hold_on_the_published_tail() -> None:
     cf_u, _ = truth("exp", 0.7, "cf", 12)
     claims = gen._tail_check(tail_rows("exp", 0.7, lambda k: cf_u[k]), TAIL)
-    assert len(claims) == 3 and all(c.passed for c in claims)
+    assert len(claims) == 4 and all(c.passed for c in claims)
     assert [c.kind for c in claims].count(CONSISTENCY) == 1
     assert_controls_fail(claims)
 
@@ -196,6 +196,14 @@ def test_tail_claims_fail_on_a_geometric_tail() -> None:
     claims = gen._tail_check(tail_rows("exp", 0.7, lambda k: 0.7**k), TAIL)
     assert not by(claims, "Doubly exponential").passed
     assert not by(claims, "finite-N finding").passed
+    assert not by(claims, "published Π_k's rate").passed
+
+
+def test_tail_rate_claim_fails_on_a_doubly_exponential_tail_of_smaller_base() -> None:
+    # u_k = ρ^((1.5^k − 1)/0.5): doubly exponential, but with base 1.5 < d = 2
+    claims = gen._tail_check(tail_rows("exp", 0.7, lambda k: 0.7 ** ((1.5**k - 1) / 0.5)), TAIL)
+    assert by(claims, "Doubly exponential").passed
+    assert not by(claims, "published Π_k's rate").passed
 
 
 def test_tail_equilibrium_consistency_fails_off_rho() -> None:
