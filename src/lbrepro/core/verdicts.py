@@ -283,8 +283,8 @@ def fit_slope(
     """Weighted least squares of y on x; ``sigma`` are the y standard errors (absolute).
 
     With ``sigma`` the slope's standard error is the absolute one (known errors, normal
-    quantiles); without it, the residual scatter estimates it (Student t, needs ≥ 3 points). Fewer than two distinct x raise
-    :class:`EmptyComparisonError`.
+    quantiles); without it, the residual scatter estimates it (Student t, needs ≥ 3 points).
+    Fewer than two distinct x raise :class:`EmptyComparisonError`.
     """
     xs = np.asarray(x, dtype=float)
     ys = np.asarray(y, dtype=float)
