@@ -103,9 +103,12 @@ def validate_config(
     if errors:
         # The most specific error is the most useful one: prefer the deepest path.
         raise _schema_error(max(errors, key=lambda e: len(e.absolute_path)))
+    from lbrepro.pipeline import points
+
     for artifact in registry.all_artifacts():
         if artifact.id in config:
             artifact.validate(config[artifact.id])
+            points(config, artifact.id)  # unique, file-name-safe point ids
     return config
 
 

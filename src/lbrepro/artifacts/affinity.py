@@ -17,6 +17,7 @@ import numpy as np
 from lbrepro.artifacts.registry import Artifact, Rows, register
 from lbrepro.core.claims import Claim, check_close
 from lbrepro.core.errors import ConfigError
+from lbrepro.core.ids import add_point, num
 from lbrepro.core.io import select
 from lbrepro.core.stats import batch_means_ci
 from lbrepro.models import affinity as model
@@ -585,11 +586,11 @@ def _svf_validate(cfg: Mapping[str, Any]) -> None:
 def _svf_points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     mu1, mu2 = _mu(cfg)
     keep = ("lam", "N", "horizon", "warmup", "t_plot", "dt_snap", "batches")
-    return {
-        f"d{d1}-{start}": {k: cfg[k] for k in keep}
-        | {"d1": d1, "start": start, "mu1": mu1, "mu2": mu2}
-        for d1, start in cfg["cases"]
-    }
+    points: dict[str, dict[str, Any]] = {}
+    for d1, start in cfg["cases"]:
+        params = {k: cfg[k] for k in keep} | {"d1": d1, "start": start, "mu1": mu1, "mu2": mu2}
+        add_point(points, f"d{d1}-{start}", params, "cases")
+    return points
 
 
 def _start_state(start: str, K: int) -> np.ndarray:
@@ -1100,7 +1101,7 @@ def _perf_points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     base = {"mu1": mu1, "mu2": mu2, "d1": cfg["d1"]}
     pts = {"cf": base | {"kind": "cf", "lam": list(cfg["lam_grid"])}}
     for lam in cfg["lam_sim"]:
-        pts[f"sim-lam{lam:g}"] = base | {
+        params = base | {
             "kind": "sim",
             "lam": lam,
             "N": cfg["N"],
@@ -1108,6 +1109,7 @@ def _perf_points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
             "warmup": cfg["warmup"],
             "batches": cfg["batches"],
         }
+        add_point(pts, f"sim-lam{num(lam)}", params, "lam_sim")
     return pts
 
 
@@ -1523,9 +1525,11 @@ register(
 def _tun_points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     mu1, mu2 = _mu(cfg)
     keep = ("lam", "d1", "horizon", "dt_snap", "low", "high", "t_trace")
-    pts = {f"N{N}": {k: cfg[k] for k in keep} | {"N": N, "mu1": mu1, "mu2": mu2} for N in cfg["N"]}
+    pts: dict[str, dict[str, Any]] = {}
+    for N in cfg["N"]:
+        add_point(pts, f"N{N}", {k: cfg[k] for k in keep} | {"N": N, "mu1": mu1, "mu2": mu2}, "N")
     for N in cfg.get("N_exit", []):
-        pts[f"exit-N{N}"] = {k: cfg[k] for k in keep} | {
+        params = {k: cfg[k] for k in keep} | {
             "N": N,
             "mu1": mu1,
             "mu2": mu2,
@@ -1533,6 +1537,7 @@ def _tun_points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
             "reps": cfg["exit_reps"],
             "exit_cap": cfg["exit_cap"],
         }
+        add_point(pts, f"exit-N{N}", params, "N_exit")
     return pts
 
 

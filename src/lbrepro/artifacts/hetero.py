@@ -20,6 +20,7 @@ import numpy as np
 from lbrepro.artifacts.registry import Artifact, Rows, register
 from lbrepro.core.claims import Claim
 from lbrepro.core.errors import ConfigError, UnstableError
+from lbrepro.core.ids import add_point, num
 from lbrepro.core.io import select
 from lbrepro.core.stats import bonferroni_factor
 from lbrepro.models import hetero as model
@@ -58,7 +59,12 @@ def _named(cfg: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     A list, not a mapping: the quick profile must be able to *replace* the systems, and
     config files merge mappings key by key but replace lists whole.
     """
-    return {spec["name"]: spec for spec in cfg["systems"]}
+    named: dict[str, Mapping[str, Any]] = {}
+    for i, spec in enumerate(cfg["systems"]):
+        if spec["name"] in named:
+            raise ConfigError(f"systems[{i}].name", f"duplicate system name {spec['name']!r}")
+        named[spec["name"]] = spec
+    return named
 
 
 def _policy_args(system: model.System, policy: str, lam_hat_fraction: float) -> dict[str, Any]:
@@ -151,12 +157,8 @@ def _sojourn_points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
             limit = _policy_limit(system, policy, cfg["lam_hat"])
             for rho in cfg["rho_sim"]:
                 if rho < limit:
-                    points[f"{name}-{policy}-rho{rho:g}"] = common | {
-                        "system": name,
-                        "spec": spec,
-                        "policy": policy,
-                        "rho": rho,
-                    }
+                    params = common | {"system": name, "spec": spec, "policy": policy, "rho": rho}
+                    add_point(points, f"{name}-{policy}-rho{num(rho)}", params, "rho_sim")
     return points
 
 
@@ -375,15 +377,16 @@ def _stability_points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     points: dict[str, dict[str, Any]] = {}
     for g in cfg["gamma_slow"]:
         for d in cfg["d"]:
-            points[f"boundary-g{g:g}-d{d}"] = {
+            params = {
                 "gamma_slow": g,
                 "d": d,
                 "ratios": cfg["ratios"],
                 "ratios_bisect": cfg["ratios_bisect"],
             }
+            add_point(points, f"boundary-g{num(g)}-d{d}", params, "gamma_slow, d")
     for name, spec in _named(cfg).items():
         for side in cfg["sim_sides"]:
-            points[f"{name}-sqd-x{side:g}"] = {
+            params = {
                 "system": name,
                 "spec": spec,
                 "side": side,
@@ -392,6 +395,7 @@ def _stability_points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
                 "warmup": cfg["warmup"],
                 "batches": cfg["batches"],
             }
+            add_point(points, f"{name}-sqd-x{num(side)}", params, "sim_sides")
     return points
 
 
@@ -913,22 +917,23 @@ def _validate_accuracy(cfg: Mapping[str, Any]) -> None:
 
 
 def _accuracy_points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    return {
-        f"{name}-{policy}-rho{rho:g}-N{N}": {
-            "system": name,
-            "spec": spec,
-            "policy": policy,
-            "rho": rho,
-            "N": N,
-            "horizon": cfg["warmup"] + cfg["server_time"] / N,
-            "warmup": cfg["warmup"],
-            "batches": cfg["batches"],
-        }
-        for name, spec in _named(cfg).items()
-        for policy in ("scheme1", "scheme2")
-        for rho in cfg["rho"]
-        for N in cfg["N"]
-    }
+    points: dict[str, dict[str, Any]] = {}
+    for name, spec in _named(cfg).items():
+        for policy in ("scheme1", "scheme2"):
+            for rho in cfg["rho"]:
+                for N in cfg["N"]:
+                    params = {
+                        "system": name,
+                        "spec": spec,
+                        "policy": policy,
+                        "rho": rho,
+                        "N": N,
+                        "horizon": cfg["warmup"] + cfg["server_time"] / N,
+                        "warmup": cfg["warmup"],
+                        "batches": cfg["batches"],
+                    }
+                    add_point(points, f"{name}-{policy}-rho{num(rho)}-N{N}", params, "rho, N")
+    return points
 
 
 def _compute_accuracy(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
@@ -1058,20 +1063,21 @@ def _validate_chaos(cfg: Mapping[str, Any]) -> None:
 
 
 def _chaos_points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    return {
-        f"{name}-N{N}": {
-            "system": name,
-            "spec": spec,
-            "policy": cfg["policy"],
-            "rho": cfg["rho"],
-            "N": N,
-            "horizon": cfg["warmup"] + cfg["server_time"] / N,
-            "warmup": cfg["warmup"],
-            "batches": cfg["batches"],
-        }
-        for name, spec in _named(cfg).items()
-        for N in cfg["N"]
-    }
+    points: dict[str, dict[str, Any]] = {}
+    for name, spec in _named(cfg).items():
+        for N in cfg["N"]:
+            params = {
+                "system": name,
+                "spec": spec,
+                "policy": cfg["policy"],
+                "rho": cfg["rho"],
+                "N": N,
+                "horizon": cfg["warmup"] + cfg["server_time"] / N,
+                "warmup": cfg["warmup"],
+                "batches": cfg["batches"],
+            }
+            add_point(points, f"{name}-N{N}", params, "N")
+    return points
 
 
 def _compute_chaos(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
