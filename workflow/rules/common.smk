@@ -19,7 +19,7 @@ from lbrepro.core.errors import ConfigError
 from lbrepro.pipeline import point_params, points
 
 try:
-    validate_config(config, workflow.source_path("../schemas/config.schema.yaml"))
+    validate_config(config)  # with the schema shipped in the package (lbrepro/schemas)
 except ConfigError as err:
     # One clear line naming the key, before any job runs (no traceback).
     sys.exit(f"invalid configuration: {err}")

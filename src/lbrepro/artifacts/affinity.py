@@ -61,18 +61,25 @@ def _mu(cfg: Mapping[str, Any]) -> tuple[float, float]:
     return float(cfg.get("mu1", 1.0)), float(cfg.get("mu2", 0.5))
 
 
-def _validate_params(cfg: Mapping[str, Any], name: str) -> None:
-    """Semantic checks: μ2 < μ1, every λ < μ1, 1 ≤ d1 ≤ N; errors name the config key."""
+def _validate_params(cfg: Mapping[str, Any], name: str, lam_key: str = "lam") -> None:
+    """Semantic checks: μ2 < μ1, every λ < μ1, 1 ≤ d1 ≤ N; errors name the config key.
+
+    ``lam_key`` is the config key the loads in ``cfg["lam"]`` came from (``lam_sim[0]``, not
+    the index into a concatenated list).
+    """
     mu1, mu2 = _mu(cfg)
     lams = cfg.get("lam", [])
-    lams = lams if isinstance(lams, list | tuple) else [lams]
+    is_list = isinstance(lams, list | tuple)
+    lams = lams if is_list else [lams]
     for i, lam in enumerate(lams):
+        key = f"{name}.{lam_key}[{i}]" if is_list else f"{name}.{lam_key}"
         try:
             model.check_params(lam, mu2, mu1)
         except ConfigError as err:
-            raise ConfigError(f"{name}.{err.key}", str(err)) from None
+            key = key if err.key == "lam" else f"{name}.{err.key}"
+            raise ConfigError(key, str(err).removeprefix(f"{err.key}: ")) from None
         except ValueError as err:
-            raise ConfigError(f"{name}.lam[{i}]", str(err)) from None
+            raise ConfigError(key, str(err).removeprefix("lam: ")) from None
     ds = cfg.get("d1", [])
     ds = ds if isinstance(ds, list | tuple) else [ds]
     Ns = cfg.get("N", [])
@@ -524,6 +531,19 @@ def _traj_check(rows: Rows, cfg: Mapping[str, Any], want_unique: bool) -> list[C
 def _traj_validate(name: str):
     def validate(cfg: Mapping[str, Any]) -> None:
         _validate_params(cfg, name)
+        if "low" in cfg and cfg["low"] >= cfg["high"]:
+            # Equal or crossed thresholds collapse the hysteresis: noise would count as switches.
+            raise ConfigError(
+                f"{name}.low", f"{cfg['low']} must be below high = {cfg['high']} (hysteresis)"
+            )
+
+    return validate
+
+
+def _perf_validate(name: str):
+    def validate(cfg: Mapping[str, Any]) -> None:
+        _validate_params({**cfg, "lam": list(cfg["lam_grid"])}, name, "lam_grid")
+        _validate_params({**cfg, "lam": list(cfg["lam_sim"])}, name, "lam_sim")
 
     return validate
 
@@ -1470,9 +1490,7 @@ register(
             3.0,
         ),
         summary=_perf_summary(("wait_jobs", "wait_var")),
-        validate=lambda cfg: _validate_params(
-            {**cfg, "lam": list(cfg["lam_grid"]) + list(cfg["lam_sim"])}, "affinity-queue-length"
-        ),
+        validate=_perf_validate("affinity-queue-length"),
         reconstructions=(ASSIGNMENT_NOTE, PERF_NOTE),
     )
 )
@@ -1511,9 +1529,7 @@ register(
             10.0,
         ),
         summary=_perf_summary(("wait_time_I", "wait_time_II", "wait_time")),
-        validate=lambda cfg: _validate_params(
-            {**cfg, "lam": list(cfg["lam_grid"]) + list(cfg["lam_sim"])}, "affinity-waiting"
-        ),
+        validate=_perf_validate("affinity-waiting"),
         reconstructions=(ASSIGNMENT_NOTE, PERF_NOTE),
     )
 )

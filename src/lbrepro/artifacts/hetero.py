@@ -98,8 +98,31 @@ def _check_load(key: str, rho: float) -> None:
         raise ConfigError(key, f"load {rho} >= 1: unstable")
 
 
+def _validate_sim(key: str, cfg: Mapping[str, Any]) -> None:
+    """γ_j·N servers of each type must be whole, the warm-up shorter than every horizon."""
+    from lbrepro.sim.occupancy import _server_counts
+
+    Ns = cfg["N"] if isinstance(cfg["N"], list) else [cfg["N"]]
+    for spec in cfg["systems"]:
+        for N in Ns:
+            try:
+                _server_counts(tuple(spec["gamma"]), N)
+            except ConfigError as err:
+                raise ConfigError(
+                    f"{key}.N", f"system {spec['name']}: {str(err).removeprefix('gamma: ')}"
+                ) from None
+    horizons = cfg.get("horizons", [cfg["horizon"]] if "horizon" in cfg else [])
+    for h in horizons:
+        if cfg["warmup"] >= h:
+            raise ConfigError(
+                f"{key}.warmup", f"{cfg['warmup']} must be shorter than the horizon {h}"
+            )
+
+
 def _validate_systems(key: str, cfg: Mapping[str, Any]) -> None:
     """Build every configured system, so bad γ, C or d fail before any job runs."""
+    if "N" in cfg:
+        _validate_sim(key, cfg)
     names = [spec["name"] for spec in cfg["systems"]]
     for i, spec in enumerate(cfg["systems"]):
         if names.index(spec["name"]) != i:
