@@ -5,7 +5,8 @@ pass any ``minimum``); the JSON schema (``lbrepro/schemas/config.schema.yaml``, 
 the package so a non-editable install finds it) checks types, ranges and unknown keys; each
 artifact's ``validate`` then checks relations between keys (stability, warm-up shorter than
 the horizon) and its point ids (unique, file-name safe). Every failure is a
-:class:`ConfigError` whose message starts with the dotted key that is wrong, e.g. ``supermarket-tail.rho[1]: ...``.
+:class:`ConfigError` whose message starts with the dotted key that is wrong, e.g.
+``supermarket-tail.rho[1]: ...``.
 """
 
 from __future__ import annotations
