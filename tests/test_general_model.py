@@ -155,6 +155,10 @@ def test_bad_input(args, err, key) -> None:
 
 def test_solve_json() -> None:
     out = gen.solve("erlang:2", 0.8, 2)
-    assert out["method"] == "cf+mf"
-    assert out["theta"] == pytest.approx(0.625)
-    assert out["fixed_points"][0]["u"][1] == pytest.approx(0.8)
+    # The truth first: the exact mean field at the top level, the published CF beneath.
+    assert out["method"] == "exact mean field (cavity queue)"
+    assert out["published"]["theta"] == pytest.approx(0.625)
+    assert out["u"][1] == pytest.approx(0.8)
+    mf = gen.cavity_fixed_point("erlang:2", 0.8, 2)
+    assert out["mean_sojourn"] == pytest.approx(mf.mean_sojourn(0.8), rel=1e-12)
+    assert out["published"]["mean_sojourn"] == pytest.approx(1.585, abs=1e-3)
