@@ -12,6 +12,7 @@ the horizon) and its point ids (unique, file-name safe). Every failure is a
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import json
 import math
@@ -118,13 +119,19 @@ def load_schema(schema_path: str | Path = SCHEMA_PATH) -> dict[str, Any]:
         return yaml.safe_load(fh)
 
 
+@functools.lru_cache(maxsize=8)
+def _validator(schema_path: str) -> jsonschema.Draft202012Validator:
+    """The schema's validator, read once per process (the CLI and the tests call it often)."""
+    return jsonschema.Draft202012Validator(load_schema(schema_path))
+
+
 def schema_bound(definition: str, bound: str = "maximum") -> Any:
     """A bound of one ``$defs`` entry of the schema: the CLI enforces the config's limits.
 
     >>> schema_bound("servers")
     10000000
     """
-    return load_schema()["$defs"][definition][bound]
+    return _validator(str(SCHEMA_PATH)).schema["$defs"][definition][bound]
 
 
 def validate_config(
@@ -140,7 +147,7 @@ def validate_config(
     from lbrepro.artifacts import registry  # the registry imports models; keep config light
 
     check_finite(config)
-    validator = jsonschema.Draft202012Validator(load_schema(schema_path))
+    validator = _validator(str(schema_path))
     errors = sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
         # The most specific error is the most useful one: prefer the deepest path.
