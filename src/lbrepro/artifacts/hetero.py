@@ -120,9 +120,8 @@ def _validate_sim(key: str, cfg: Mapping[str, Any]) -> None:
 
 
 def _validate_systems(key: str, cfg: Mapping[str, Any]) -> None:
-    """Build every configured system, so bad γ, C or d fail before any job runs."""
-    if "N" in cfg:
-        _validate_sim(key, cfg)
+    """Build every configured system, so bad γ, C or d fail before any job runs; then check
+    the simulation parameters against them (whole γ·N, warm-up < horizon)."""
     names = [spec["name"] for spec in cfg["systems"]]
     for i, spec in enumerate(cfg["systems"]):
         if names.index(spec["name"]) != i:
@@ -133,6 +132,8 @@ def _validate_systems(key: str, cfg: Mapping[str, Any]) -> None:
             field = {"capacity": "C"}.get(err.key, err.key)
             message = str(err).removeprefix(f"{err.key}: ")
             raise ConfigError(f"{key}.systems[{i}].{field}", message) from None
+    if "N" in cfg:
+        _validate_sim(key, cfg)
 
 
 # ---------------------------------------------------------------------------------------
