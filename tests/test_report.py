@@ -18,7 +18,7 @@ import matplotlib.pyplot as plt
 
 from lbrepro.artifacts.registry import Artifact, Paper
 from lbrepro.config import config_hash
-from lbrepro.core.claims import Claim, write_checks
+from lbrepro.core.claims import Claim, close, consistency, make_claim, write_checks
 from lbrepro.core.io import write_table
 from lbrepro.report import provenance as prov
 from lbrepro.report.render import duration, fmt, render_report
@@ -111,8 +111,18 @@ def make_fake_tree(root: Path) -> FakeTree:
     plt.close(fig)
     write_checks(
         [
-            Claim("u_1 matches the closed form", 0.9, 0.900123456, 0.01, True),
+            make_claim(
+                "u_1 matches the closed form",
+                close(0.9, 0.900123456, 0.01),
+                control=("closed form at ρ = 0.8", close(0.8, 0.900123456, 0.01)),
+            ),
             Claim(f"u_2 matches {XSS}", 0.81, 0.7012345678, 0.01, False, details="off by 0.11"),
+            consistency("u_0 is one", close(1.0, 1.0, 1e-12)),
+            make_claim(
+                "u_3 is small",
+                close(0.729, 0.73, 0.01),
+                control=("u_3 at a lighter load", close(0.73, 0.731, 0.01)),
+            ),
         ],
         paths["checks"],
     )
@@ -200,6 +210,32 @@ def test_headline_counts_and_failures_first(html: str) -> None:
     assert summary.index("not reproduced") < summary.index("✓ reproduced")
     assert summary.index("u_2 matches") < summary.index("u_1 matches")
     assert '<tr class="failed">' in summary
+
+
+def test_controls_consistency_and_inconclusive_are_shown(html: str) -> None:
+    section = article(html, "toy-tail")
+    assert "control: closed form at ρ = 0.8 → fails" in section
+    assert "control: u_3 at a lighter load → <strong>passes too</strong>" in section
+    assert "? inconclusive" in section and "≡ consistency" in section
+    assert "no control" in section  # the old-style claim without one is flagged
+    stats = re.search(r'<ul class="stats">(.*?)</ul>', html, re.S).group(1)
+    assert re.search(r"<strong>1</strong> inconclusive", stats)
+    assert re.search(r"<strong>1</strong> consistency check ", stats)
+    per_paper = re.search(r'<table class="paper-counts">(.*?)</table>', html, re.S).group(1)
+    assert re.search(r"toy</a></td>(<td class=\"num\">1</td>){4}", per_paper)
+
+
+def test_methods_section_shows_coverage(tree: FakeTree, tmp_path: Path) -> None:
+    cov = tmp_path / "coverage.json"
+    rows = [{"case": "M/M/1 rho=0.5", "replications": 200, "coverage": 0.945}]
+    cov.write_text(json.dumps({"date": "2026-12-01", "commit": "abc1234", "rows": rows}))
+    html = tree.render(coverage_file=cov).read_text(encoding="utf-8")
+    methods = re.search(r'<section id="methods">(.*?)</section>', html, re.S).group(1)
+    for word in ("control", "consistency", "Bonferroni", "finite-N allowance", "Coverage"):
+        assert word in methods
+    assert "M/M/1 rho=0.5" in methods and "0.945" in methods and "abc1234" in methods
+    absent = tree.render(coverage_file=tmp_path / "none.json").read_text(encoding="utf-8")
+    assert "coverage table has not been measured" in absent
 
 
 def test_claim_text_is_escaped(html: str) -> None:

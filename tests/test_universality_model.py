@@ -43,8 +43,16 @@ def half(ci) -> float:
 # ---------------------------------------------------------------------- d(N) families
 def test_family_values_at_n100_and_n1e5():
     expected = {
-        100: {"2": 2, "5": 5, "logN": 5, "sqrtN": 10, "sqrtNlogN": 47, "N": 100},
-        10**5: {"2": 2, "5": 5, "logN": 12, "sqrtN": 317, "sqrtNlogN": 3641, "N": 10**5},
+        100: {"2": 2, "5": 5, "logN": 5, "sqrtN": 10, "sqrtNlogN": 47, "sqrtNlog2N": 100, "N": 100},
+        10**5: {
+            "2": 2,
+            "5": 5,
+            "logN": 12,
+            "sqrtN": 317,
+            "sqrtNlogN": 3641,
+            "sqrtNlog2N": 41916,
+            "N": 10**5,
+        },
     }
     for N, values in expected.items():
         assert {f: d_of_N(f, N) for f in D_FAMILIES} == values
@@ -53,6 +61,7 @@ def test_family_values_at_n100_and_n1e5():
         assert d_of_N("logN", N) == math.ceil(math.log(N))
         assert d_of_N("sqrtN", N) == math.ceil(math.sqrt(N) - 1e-12)
         assert d_of_N("sqrtNlogN", N) == math.ceil(math.sqrt(N) * math.log(N))
+        assert d_of_N("sqrtNlog2N", N) == min(math.ceil(math.sqrt(N) * math.log(N) ** 2), N)
     assert d_of_N("sqrtN", 10**4) == 100
     assert d_of_N(7, 100) == 7
     assert d_of_N(np.int64(3), np.int64(50)) == 3

@@ -281,7 +281,7 @@ MODELS["universality"] = ModelCommands(
             "d",
             _d_family,
             "servers sampled (without replacement): an integer, or logN, "
-            "sqrtN, sqrtNlogN, N (solve: an integer, or N for the JSQ limit)",
+            "sqrtN, sqrtNlogN, sqrtNlog2N, N (solve: an integer, or N for the JSQ limit)",
             required=True,
         ),
     ),

@@ -11,6 +11,8 @@ and simulation on both sides of λ* for H2x.
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -18,13 +20,27 @@ from typing import Any
 import numpy as np
 
 from lbrepro.artifacts.registry import Artifact, Rows, register
-from lbrepro.core.claims import Claim
+from lbrepro.core.claims import Claim, make_claim
 from lbrepro.core.errors import ConfigError, UnstableError
 from lbrepro.core.ids import add_point, num
 from lbrepro.core.io import select
-from lbrepro.core.stats import bonferroni_factor
+from lbrepro.core.stats import Estimate
+from lbrepro.core.verdicts import (
+    EmptyComparisonError,
+    SlopeFit,
+    Verdict,
+    better,
+    estimate,
+    fit_slope,
+    slope_in,
+    trend,
+    within,
+)
 from lbrepro.models import hetero as model
 from lbrepro.plotting.style import METHOD_STYLE, color, new_figure
+
+#: The neighbouring load of the controls: a prediction there (ρ − this) must be rejected.
+NEIGHBOUR_DRHO = 0.05
 
 POLICY_LABELS = {
     "scheme1": "Scheme 1",
@@ -117,6 +133,16 @@ def _validate_sim(key: str, cfg: Mapping[str, Any]) -> None:
             raise ConfigError(
                 f"{key}.warmup", f"{cfg['warmup']} must be shorter than the horizon {h}"
             )
+
+
+def _check_control_load(key: str, rho: float) -> None:
+    """The controls predict at ρ − NEIGHBOUR_DRHO, which must be a positive load."""
+    if rho <= NEIGHBOUR_DRHO:
+        raise ConfigError(
+            key,
+            f"load {rho} <= {NEIGHBOUR_DRHO}: the control compares with the prediction at "
+            f"ρ − {NEIGHBOUR_DRHO}, which must be a positive load",
+        )
 
 
 def _validate_systems(key: str, cfg: Mapping[str, Any]) -> None:
@@ -240,9 +266,36 @@ def _compute_sojourn(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
     ]
 
 
+#: Loads at which the tuned split's assumed load λ̂ counts as wrong: |ρ − λ̂| ≥ this.
+WRONG_LOAD_GAP = 0.25
+
+_RECONSTRUCTED = (
+    "[reconstruction] the system is ours, not the seed's (its numerical section is missing)"
+)
+
+
+def _mf_estimate(value: float | None) -> Estimate:
+    """A mean-field E[T] as an exact estimate; no equilibrium (unstable) counts as +∞."""
+    return Estimate.exact(math.inf if value is None else float(value))
+
+
+def _on_exact(verdict: Verdict, a: list[Estimate], b: list[Estimate], labels: list[str]) -> Verdict:
+    """A ``better`` verdict on exact values, with the compared values as its measurement.
+
+    With zero-width values its z-scores are ±∞ (JSON null): the values say more.
+    """
+
+    def fmt(e: Estimate) -> str:
+        return "∞ (unstable)" if math.isinf(e.mean) else f"{e.mean:.4g}"
+
+    measured = {lab: f"{fmt(x)} vs {fmt(y)}" for lab, x, y in zip(labels, a, b, strict=True)}
+    return dataclasses.replace(verdict, measured=measured)
+
+
 def _check_sojourn(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
     claims: list[Claim] = []
     lam_hat = cfg["lam_hat"]
+    wrong = [rho for rho in cfg["rho_grid"] if abs(rho - lam_hat) >= WRONG_LOAD_GAP - 1e-12]
     for name in _named(cfg):
         mf = {
             (r["policy"], r["rho"]): r["value"]
@@ -250,62 +303,134 @@ def _check_sojourn(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
         }
         # "The arrival rate cannot be estimated": judge the tuned split away from λ̂, where
         # its estimate is wrong (at λ̂ itself it is the best static split by construction).
-        wrong = [rho for rho in cfg["rho_grid"] if abs(rho - lam_hat) >= 0.25 - 1e-12]
-        lost = []
-        for rho in wrong:
-            best = min(mf[("scheme1", rho)], mf[("scheme2", rho)])
-            tuned = mf.get(("typed-tuned", rho))
-            if tuned is not None and tuned <= best:
-                lost.append(f"ρ = {rho:g}: scheme {best:.4g} vs split {tuned:.4g}")
-        unstable = [rho for rho in wrong if mf.get(("typed-tuned", rho)) is None]
+        # Mean field (the paper's limit): exact values, +∞ where the split overloads a type.
+        best = [_mf_estimate(min(mf[("scheme1", rho)], mf[("scheme2", rho)])) for rho in wrong]
+        tuned = [_mf_estimate(mf.get(("typed-tuned", rho))) for rho in wrong]
+        labels = [f"ρ = {rho:g}" for rho in wrong]
+        at_hat = ""
+        if ("typed-tuned", lam_hat) in mf and ("scheme1", lam_hat) in mf:
+            own = mf[("typed-tuned", lam_hat)]
+            sch = min(mf[("scheme1", lam_hat)], mf[("scheme2", lam_hat)])
+            at_hat = f"; at λ̂ itself (split tuned right) schemes {sch:.4g} vs split {own:.4g}" + (
+                ": the schemes win there too, so their lead is not due to mis-tuning alone "
+                "(they sample d_j servers of every type)"
+                if sch < own
+                else ": the correctly tuned split wins there"
+            )
+        note = (
+            f"mean field, best of Schemes 1/2 against the split optimised for λ̂ = "
+            f"{lam_hat:g}·capacity, at loads |ρ − λ̂| ≥ {WRONG_LOAD_GAP:g} (an unstable split "
+            f"is E[T] = ∞){at_hat}; {_RECONSTRUCTED}, and this verdict hinges on it"
+        )
+        control = (
+            "reverse comparison (the negation): the mis-tuned split significantly below the "
+            "schemes at every such load",
+            _on_exact(better(tuned, best, quantifier="all", labels=labels), tuned, best, labels),
+        )
         claims.append(
-            Claim(
-                f"{name}: Schemes 1/2 beat type-based SQ(d) tuned for the wrong load "
-                f"(split optimised at λ̂ = {lam_hat:g}·capacity, used at |ρ − λ̂| ≥ 0.25)",
-                "min(E[T] Scheme 1, Scheme 2) < E[T] mis-tuned split at every such load",
-                "beaten at all " + str(len(wrong)) + " loads" if not lost else "; ".join(lost),
-                "strict",
-                not lost,
-                details=(
-                    "mean field; the mis-tuned split is unstable (a type overloaded) at "
-                    + (", ".join(f"{r:g}" for r in unstable) if unstable else "no load")
-                    + ", which counts as beaten"
+            make_claim(
+                f"{name}: where the arrival rate cannot be estimated, Schemes 1/2 can give a "
+                f"lower mean response time than type-based SQ(d) with a split tuned for a wrong "
+                f"load (some load |ρ − λ̂| ≥ {WRONG_LOAD_GAP:g})",
+                _on_exact(
+                    better(best, tuned, quantifier="any", labels=labels), best, tuned, labels
                 ),
+                control=control,
+                details=note,
             )
         )
-    sims = select(rows, method="sim", quantity="mean_sojourn")
-    worst_mf, where_mf, worst_rmf, where_rmf = 0.0, "", 0.0, ""
-    for sim in sims:
-        key = {"system": sim["system"], "policy": sim["policy"], "rho": sim["rho"]}
-        mf = select(rows, method="mf", quantity="mean_sojourn", **key)[0]["value"]
-        rmf = select(rows, method="rmf", quantity="mean_sojourn", **key)[0]["value"]
-        half = (sim["ci_high"] - sim["ci_low"]) / 2
-        label = f"{sim['system']} {POLICY_LABELS[sim['policy']]} ρ = {sim['rho']:g}"
-        if abs(mf - sim["value"]) / sim["value"] > worst_mf:
-            worst_mf, where_mf = abs(mf - sim["value"]) / sim["value"], label
-        if abs(rmf - sim["value"]) / half > worst_rmf:
-            worst_rmf, where_rmf = abs(rmf - sim["value"]) / half, label
-    claims.append(
-        Claim(
-            f"the mean field predicts the simulated E[T] at N = {cfg['N']} within 5%",
-            "≤ 5%",
-            f"{100 * worst_mf:.2f}% (worst: {where_mf})",
-            "5%",
-            worst_mf <= 0.05,
-            source="lbrepro",
-            details=f"{len(sims)} simulated (system, policy, load) points",
+        claims.append(
+            make_claim(
+                f"{name}: Schemes 1/2 give a lower mean response time than the mis-tuned split "
+                f"at every load |ρ − λ̂| ≥ {WRONG_LOAD_GAP:g} (stricter than the paper)",
+                _on_exact(
+                    better(best, tuned, quantifier="all", labels=labels), best, tuned, labels
+                ),
+                control=(
+                    "reverse comparison: the mis-tuned split significantly below the schemes "
+                    "at some such load",
+                    _on_exact(
+                        better(tuned, best, quantifier="any", labels=labels), tuned, best, labels
+                    ),
+                ),
+                source="lbrepro",
+                details=note,
+            )
         )
-    )
-    widen = bonferroni_factor(cfg["batches"], len(sims))
+    claims.extend(_check_sojourn_sim(rows, cfg))
+    return claims
+
+
+def _sim_keys(rows: Rows) -> list[tuple[str, float]]:
+    return sorted({(r["system"], r["rho"]) for r in select(rows, method="sim")})
+
+
+def _check_sojourn_sim(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
+    """Simulation: the schemes against the baselines, and the refined mean field at N."""
+    sims = {
+        (r["system"], r["policy"], r["rho"]): r
+        for r in select(rows, method="sim", quantity="mean_sojourn")
+    }
+    if not sims:
+        raise EmptyComparisonError("hetero-sojourn: no simulated point")
+    # The better scheme at each simulated load against every simulated baseline there.
+    a, b, labels = [], [], []
+    for name, rho in _sim_keys(rows):
+        schemes = [sims[(name, s, rho)] for s in ("scheme1", "scheme2") if (name, s, rho) in sims]
+        if not schemes:
+            continue
+        scheme = min(schemes, key=lambda r: r["value"])
+        for base in ("sqd", "typed", "random"):
+            if (name, base, rho) in sims:
+                a.append(estimate(scheme))
+                b.append(estimate(sims[(name, base, rho)]))
+                labels.append(f"{name} ρ = {rho:g} vs {POLICY_LABELS[base]}")
+    claims: list[Claim] = []
+    if a:
+        claims.append(
+            make_claim(
+                f"the better of Schemes 1/2 has a significantly lower simulated E[T] "
+                f"(N = {cfg['N']}) than every simulated baseline (whole-system SQ(d) where "
+                "stable, type-based SQ(d) with p ∝ γC, random ∝ capacity) at every simulated "
+                "load",
+                better(a, b, quantifier="all", labels=labels),
+                control=(
+                    "reverse comparison: some baseline significantly below the schemes",
+                    better(b, a, quantifier="any", labels=labels),
+                ),
+                source="lbrepro",
+                details="simulation, 95% CIs in quadrature, Bonferroni over the pairs",
+            )
+        )
+    # Finite N: the refined mean field u + V/N is the prediction at this N (no allowance).
+    ests, refs, ctrl, labels = [], [], [], []
+    grid = sorted(cfg["rho_grid"])
+    for (name, policy, rho), sim in sorted(sims.items()):
+        rmf = select(rows, method="rmf", quantity="mean_sojourn", system=name, policy=policy)
+        rmf = [r for r in rmf if r["rho"] == rho]
+        mf = {
+            r["rho"]: r["value"]
+            for r in select(rows, method="mf", quantity="mean_sojourn", system=name, policy=policy)
+        }
+        i = grid.index(rho)
+        neighbour = grid[i - 1] if i > 0 else grid[i + 1] if len(grid) > 1 else None
+        if not rmf or neighbour is None or mf.get(neighbour) is None:
+            continue
+        ests.append(estimate(sim))
+        refs.append(rmf[0]["value"])
+        ctrl.append(mf[neighbour])
+        labels.append(f"{name} {POLICY_LABELS[policy]} ρ = {rho:g}")
     claims.append(
-        Claim(
-            f"the refined mean field predicts the simulated E[T] at N = {cfg['N']} within the "
-            "simulation's CI",
-            "|rmf − sim| ≤ CI half-width",
-            f"{worst_rmf:.2f} half-widths (worst: {where_rmf})",
-            f"95% CI, Bonferroni-widened × {widen:.2f}",
-            worst_rmf <= widen,
+        make_claim(
+            f"finite-N: the refined mean field E[T] + V/N lies within the simulation's CI at "
+            f"N = {cfg['N']} at every simulated point",
+            within(ests, refs, labels=labels),
+            control=(
+                "the mean field at the neighbouring grid load must be rejected by the same test",
+                within(ests, ctrl, labels=labels),
+            ),
             source="lbrepro",
+            details=f"{len(ests)} simulated (system, policy, load) points",
         )
     )
     return claims
@@ -390,6 +515,19 @@ register(
 
 def _validate_stability(cfg: Mapping[str, Any]) -> None:
     _validate_systems("hetero-stability", cfg)
+    sides = cfg["sim_sides"]
+    if not any(s < 1 for s in sides) or not any(s > 1 for s in sides):
+        raise ConfigError(
+            "hetero-stability.sim_sides",
+            f"needs a multiple of λ* below 1 and one above 1 (each side is the other's "
+            f"control), got {sides}",
+        )
+    if len(set(cfg["horizons"])) < 3:
+        raise ConfigError(
+            "hetero-stability.horizons",
+            f"needs at least 3 distinct horizons to fit a drift with its standard error, got "
+            f"{cfg['horizons']}",
+        )
 
 
 def _two_type(ratio: float, gamma_slow: float, d: int) -> model.System:
@@ -470,13 +608,20 @@ def _compute_stability(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
         except UnstableError:
             # A queue reached the kernel's level cap: the run diverged before the horizon.
             value, lo, hi, diverged = None, None, None, True
+        if p["side"] >= 1:
+            # Beyond λ* the run is a growing sample path, not a stationary estimate: its
+            # batch-means interval would be meaningless, so the row is a trajectory point.
+            method, lo, hi = "path", None, None
+        else:
+            method = "sim"
         rows.append(
             {
                 "system": p["system"],
                 "side": p["side"],
                 "horizon": horizon,
+                "warmup": p["warmup"],
                 "lam": lam,
-                "method": "sim",
+                "method": method,
                 "quantity": "mean_jobs",
                 "value": value,
                 "ci_low": lo,
@@ -489,80 +634,167 @@ def _compute_stability(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
     return rows
 
 
+#: Tolerance on a normalised stability boundary found by bisection (relative tol 1e-4 there).
+BOUNDARY_TOL = 2e-3
+
+
+def _boundary_verdict(values: list[float], labels: list[str]) -> Verdict:
+    """The smallest normalised boundary reaches full capacity 1 (within BOUNDARY_TOL)."""
+    if not values:
+        raise EmptyComparisonError("no stability boundary to judge")
+    i = int(np.argmin(values))
+    return Verdict(
+        passed=bool(values[i] >= 1 - BOUNDARY_TOL),
+        measured=round(values[i], 4),
+        expected="smallest boundary / (μΣγC) ≥ 1",
+        tolerance=BOUNDARY_TOL,
+        details=f"worst {labels[i]} of {len(values)} two-type systems",
+    )
+
+
+def _max_gap(values: list[float], references: list[float], labels: list[str]) -> Verdict:
+    """Every bisection boundary equals its reference within BOUNDARY_TOL."""
+    if not values:
+        raise EmptyComparisonError("no boundary to compare")
+    gaps = [abs(v - r) for v, r in zip(values, references, strict=True)]
+    i = int(np.argmax(gaps))
+    return Verdict(
+        passed=bool(gaps[i] <= BOUNDARY_TOL),
+        measured=round(gaps[i], 5),
+        expected="max |bisection − closed form| = 0",
+        tolerance=BOUNDARY_TOL,
+        details=f"worst {labels[i]}: bisection {values[i]:.5g} vs {references[i]:.5g}",
+    )
+
+
+def _drift_fit(rows: Rows, name: str, side: float) -> tuple[SlopeFit | None, str]:
+    """Least-squares drift of the mean jobs per server over time, from runs of growing length.
+
+    A run of horizon H reports the mean over [warmup, H]; a path X(t) = a + bt gives the mean
+    a + b(warmup + H)/2, so the slope against the window midpoint is the drift b. A run that
+    reached the kernel's level cap (diverged) has no mean: returns None and says so.
+    """
+    runs = sorted(
+        (r for r in rows if r.get("system") == name and r.get("quantity") == "mean_jobs"),
+        key=lambda r: r["horizon"],
+    )
+    runs = [r for r in runs if math.isclose(r["side"], side)]
+    if not runs:
+        raise EmptyComparisonError(f"{name}: no run at {side:g}·λ*")
+    diverged = [r["horizon"] for r in runs if r.get("diverged") or r["value"] is None]
+    if diverged:
+        return None, f"diverged (a queue reached the level cap) by horizon {diverged[0]:g}"
+    x = [(r["warmup"] + r["horizon"]) / 2 for r in runs]
+    fit = fit_slope(x, [r["value"] for r in runs])
+    path = ", ".join(f"{r['horizon']:g}: {r['value']:.4g}" for r in runs)
+    return fit, f"means over [warmup, H] by H: {path}"
+
+
+def _positive_drift(fit: SlopeFit | None, note: str) -> Verdict:
+    """The drift is significantly positive (its whole 95% CI above 0); a diverged run is."""
+    if fit is None:
+        return Verdict(True, "diverged", "drift > 0 (whole 95% CI)", "—", note)
+    v = slope_in(fit, low=0.0, significant=True, what="drift (jobs/server/time)")
+    return Verdict(v.passed, v.measured, v.expected, v.tolerance, f"{v.details}; {note}")
+
+
+def _no_positive_drift(fit: SlopeFit | None, note: str) -> Verdict:
+    """The drift is not significantly positive (its 95% CI reaches 0); a diverged run is not."""
+    if fit is None:
+        return Verdict(False, "diverged", "drift ≤ 0 within its 95% CI", "—", note)
+    lo, hi = fit.interval()
+    return Verdict(
+        passed=bool(lo <= 0.0),
+        measured=round(fit.slope, 4),
+        expected="drift ≤ 0 within its 95% CI (no significant growth)",
+        tolerance=f"95% CI [{lo:.4g}, {hi:.4g}] (se {fit.se:.2g})",
+        details=f"least squares: drift {fit.slope:.4g} ± {fit.se:.2g}; {note}",
+    )
+
+
 def _check_stability(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
     claims: list[Claim] = []
     mf = select(rows, method="mf", quantity="lambda_star_normalised")
-    schemes = [r["value"] for r in mf if r["policy"] in ("scheme1", "scheme2")]
+
+    def label(r: Mapping[str, Any]) -> str:
+        return f"ratio {r['ratio']:g}, γ_slow {r['gamma_slow']:g}, d {r['d']}"
+
+    schemes = [r for r in mf if r["policy"] in ("scheme1", "scheme2")]
+    sqd = [r for r in mf if r["policy"] == "sqd"]
     claims.append(
-        Claim(
-            "Schemes 1 and 2 are stable up to full capacity μΣγC (mean-field bisection)",
-            1.0,
-            round(min(schemes), 4),
-            2e-3,
-            min(schemes) >= 1 - 2e-3,
-            details=f"{len(schemes)} two-type systems (capacity ratio, γ_slow, d)",
+        make_claim(
+            "Schemes 1 and 2 achieve the maximum stability region: stable up to the full "
+            "capacity μΣγC (mean-field bisection)",
+            _boundary_verdict([r["value"] for r in schemes], [label(r) for r in schemes]),
+            control=(
+                "whole-system SQ(d) on the same systems, same statistic",
+                _boundary_verdict([r["value"] for r in sqd], [label(r) for r in sqd]),
+            ),
+            details="numerical mean-field stability (models.md §A), bisection on λ",
         )
     )
-    worst = 0.0
-    for r in (r for r in mf if r["policy"] == "sqd"):
-        cf = model.sqd_stability_closed_form(_two_type(r["ratio"], r["gamma_slow"], r["d"]), r["d"])
-        cf /= _two_type(r["ratio"], r["gamma_slow"], r["d"]).total_capacity
-        worst = max(worst, abs(r["value"] - cf))
+
+    def cf(r: Mapping[str, Any], d: int) -> float:
+        system = _two_type(r["ratio"], r["gamma_slow"], r["d"])
+        return model.sqd_stability_closed_form(system, d) / system.total_capacity
+
     claims.append(
-        Claim(
+        make_claim(
             "whole-system SQ(d) loses stability region: its mean-field boundary equals the closed "
             "form λ* = μ min_k Σ_{i≤k}γ_iC_i / (Σ_{i≤k}γ_i)^d",
-            0.0,
-            round(worst, 5),
-            2e-3,
-            worst <= 2e-3,
-            source="lbrepro",
-            details=(
-                "max |bisection − closed form| over the grid (normalised loads) [reconstruction]"
+            _max_gap(
+                [r["value"] for r in sqd], [cf(r, r["d"]) for r in sqd], [label(r) for r in sqd]
             ),
+            control=(
+                "the closed form with d + 1 (a wrong formula) against the same bisections",
+                _max_gap(
+                    [r["value"] for r in sqd],
+                    [cf(r, r["d"] + 1) for r in sqd],
+                    [label(r) for r in sqd],
+                ),
+            ),
+            source="lbrepro",
+            details="normalised loads; the closed form is our derivation [reconstruction]",
         )
     )
+    below = [s for s in cfg["sim_sides"] if s < 1]
+    above = [s for s in cfg["sim_sides"] if s >= 1]
     for name in _named(cfg):
-        for side in cfg["sim_sides"]:
-            sims = sorted(
-                select(rows, method="sim", system=name, side=side), key=lambda r: r["horizon"]
-            )
-            short, long_ = sims[0], sims[-1]
-            measured = {
-                r["horizon"]: "diverged" if r["value"] is None else round(r["value"], 3)
-                for r in sims
-            }
-            if side < 1:
-                ok = short["value"] is not None and long_["value"] is not None
-                if ok:
-                    halves = sum((r["ci_high"] - r["ci_low"]) / 2 for r in (short, long_))
-                    ok = abs(long_["value"] - short["value"]) <= 3 * halves
-                text = (
-                    f"{name}: whole-system SQ(d) at {side:g}·λ* is stable (the mean number of "
-                    "jobs per server does not grow with the horizon)"
-                )
-                expected, tolerance = "same mean at both horizons", "3 CI half-widths"
-            else:
-                ok = long_["value"] is None or (
-                    short["value"] is not None and long_["value"] >= 1.5 * short["value"]
-                )
-                text = (
-                    f"{name}: whole-system SQ(d) at {side:g}·λ* is unstable (the mean number of "
-                    "jobs per server grows with the horizon)"
-                )
-                expected, tolerance = "growth with the horizon", "ratio ≥ 1.5"
+        fits = {side: _drift_fit(rows, name, side) for side in cfg["sim_sides"]}
+        lam_star = next(r["lam"] / r["side"] for r in rows if r.get("system") == name)
+        for side in below:
+            other = max(above) if above else None
             claims.append(
-                Claim(
-                    text,
-                    expected,
-                    measured,
-                    tolerance,
-                    ok,
+                make_claim(
+                    f"{name}: whole-system SQ(d) at {side:g}·λ* is stable: the mean number of "
+                    "jobs per server shows no significant drift over time",
+                    _no_positive_drift(*fits[side]),
+                    control=(
+                        f"the same statistic on the run at {other:g}·λ* (beyond λ*)",
+                        _no_positive_drift(*fits[other]),
+                    )
+                    if other is not None
+                    else None,
+                    details=f"λ* = {lam_star:.6g} (closed form), N = {cfg['N']}",
+                )
+            )
+        for side in above:
+            other = min(below) if below else None
+            claims.append(
+                make_claim(
+                    f"{name}: whole-system SQ(d) at {side:g}·λ* is unstable: the mean number of "
+                    "jobs per server drifts upward (significantly positive slope over time)",
+                    _positive_drift(*fits[side]),
+                    control=(
+                        f"the same statistic on the run at {other:g}·λ* (below λ*)",
+                        _positive_drift(*fits[other]),
+                    )
+                    if other is not None
+                    else None,
                     details=(
-                        f"λ* = {short['lam'] / side:.6g} (closed form), N = {short['N']}; "
-                        "means over [warmup, horizon] of one sample path"
+                        f"λ* = {lam_star:.6g} (closed form), N = {cfg['N']}; a sample path, "
+                        "not a stationary estimate"
                     ),
-                    source="paper",
                 )
             )
     return claims
@@ -616,31 +848,41 @@ def _plot_stability(rows: Rows, cfg: Mapping[str, Any]):
 
 
 def _plot_stability_sim(ax: Any, rows: Rows, cfg: Mapping[str, Any]) -> None:
-    """Simulated mean jobs per server against the horizon, below and above λ*."""
+    """Mean jobs per server over [warmup, H] against H, below (95% CI) and above λ* (path)."""
     for name in _named(cfg):
         for i, side in enumerate(sorted(cfg["sim_sides"])):
-            sims = sorted(
-                (r for r in select(rows, method="sim", system=name, side=side) if r["value"]),
+            runs = sorted(
+                (
+                    r
+                    for r in select(rows, quantity="mean_jobs", system=name, side=side)
+                    if r["value"]
+                ),
                 key=lambda r: r["horizon"],
             )
-            if not sims:
+            if not runs:
                 continue
-            ax.errorbar(
-                [r["horizon"] for r in sims],
-                [r["value"] for r in sims],
-                yerr=[
-                    [r["value"] - r["ci_low"] for r in sims],
-                    [r["ci_high"] - r["value"] for r in sims],
-                ],
-                color=color(4 + i),
-                marker="o",
-                capsize=2,
-                label=f"{name}, λ = {side:g}·λ*",
-            )
+            x, y = [r["horizon"] for r in runs], [r["value"] for r in runs]
+            if runs[0]["method"] == "sim":
+                ax.errorbar(
+                    x,
+                    y,
+                    yerr=[
+                        [r["value"] - r["ci_low"] for r in runs],
+                        [r["ci_high"] - r["value"] for r in runs],
+                    ],
+                    color=color(4 + i),
+                    marker="o",
+                    capsize=2,
+                    label=f"{name}, λ = {side:g}·λ* (95% CI)",
+                )
+            else:
+                ax.plot(
+                    x, y, color=color(4 + i), marker="s", label=f"{name}, λ = {side:g}·λ* (path)"
+                )
     ax.set(
         yscale="log",
-        xlabel="horizon (mean service times)",
-        ylabel="mean jobs per server",
+        xlabel="horizon H (mean service times)",
+        ylabel="mean jobs per server over [warmup, H]",
         title=f"SQ(d) on the whole system, N = {cfg['N']}",
     )
     ax.legend(fontsize=7)
@@ -655,9 +897,10 @@ register(
         caption=(
             "Largest stable normalised load λ*/(μΣγC) of whole-system SQ(d) against the capacity "
             "ratio of a two-type system (lines: closed form; circles: bisection on λ of mean-field "
-            "trajectories), and of Schemes 1 and 2 (triangles: full capacity). Right: simulated "
-            "mean jobs per server (95% CI) over growing horizons just below and above λ*: "
-            "bounded below, growing linearly above."
+            "trajectories), and of Schemes 1 and 2 (triangles: full capacity). Right: the mean "
+            "jobs per server over [warmup, H] of one run per horizon H, below λ* (stationary, "
+            "95% CI) and above it (a sample path, no CI); the claim checks give the fitted "
+            "drift on each side."
         ),
         methods=("CF", "MF", "SIM"),
         points=_stability_points,
@@ -669,6 +912,8 @@ register(
             "The closed form λ* = μ min_k [Σ_{i≤k}γ_iC_i]/[Σ_{i≤k}γ_i]^d (types by increasing "
             "capacity) is derived here, not taken from the seed; it is checked against the "
             "mean-field bisection and, for H2x, by simulation on both sides.",
+            "The simulated system H2x = γ (0.8, 0.2), C (1, 10), d = 2, the two-type grid and the "
+            "multiples 0.9 and 1.1 of λ* are our choice [reconstruction].",
         ),
     )
 )
@@ -680,6 +925,7 @@ register(
 def _validate_tail(cfg: Mapping[str, Any]) -> None:
     _validate_systems("hetero-tail", cfg)
     _check_load("hetero-tail.rho", cfg["rho"])
+    _check_control_load("hetero-tail.rho", cfg["rho"])
 
 
 def _tail_points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -697,7 +943,8 @@ def _tail_points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
             "deep_levels": cfg["deep_levels"],
         }
         for name, spec in _named(cfg).items()
-        for policy in ("scheme1", "scheme2")
+        # Random routing ∝ capacity: the geometric tail of the doubly-exponential control.
+        for policy in ("scheme1", "scheme2", "random")
     }
 
 
@@ -706,7 +953,11 @@ def _compute_tail(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
     lam = p["rho"] * system.total_capacity
     rmf = model.refined(system, lam, p["policy"])
     mf = rmf.mean_field
-    deep = model.log_tail(system, lam, p["policy"], levels=p["deep_levels"])
+    # The controls' prediction: the same expansion at the neighbouring load.
+    near = model.refined(system, (p["rho"] - NEIGHBOUR_DRHO) * system.total_capacity, p["policy"])
+    deep = None
+    if p["policy"] != "random":  # its tail is geometric: no log-space solve needed
+        deep = model.log_tail(system, lam, p["policy"], levels=p["deep_levels"])
     sim = model.simulate(
         system,
         lam,
@@ -730,7 +981,22 @@ def _compute_tail(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
                 | {"method": "rmf", "quantity": "u", "k": k, "value": float(u + v / p["N"])}
                 | {"N": p["N"]}
             )
-        for k, value in enumerate(deep.log_u[j]):
+        for k, (u, v) in enumerate(
+            zip(near.mean_field.u[j][: p["kmax"] + 1], near.V[j], strict=False)
+        ):
+            rows.append(
+                base
+                | t
+                | {"quantity": "u_neighbour", "k": k, "rho_neighbour": p["rho"] - NEIGHBOUR_DRHO}
+                | {"method": "mf", "value": float(u)}
+            )
+            rows.append(
+                base
+                | t
+                | {"quantity": "u_neighbour", "k": k, "rho_neighbour": p["rho"] - NEIGHBOUR_DRHO}
+                | {"method": "rmf", "value": float(u + v / p["N"]), "N": p["N"]}
+            )
+        for k, value in enumerate(deep.log_u[j] if deep is not None else ()):
             rows.append(base | t | {"method": "mf", "quantity": "log_u", "k": k, "value": value})
         for k in range(min(len(sim.u[j]), p["kmax"] + 1)):
             rows.append(
@@ -751,6 +1017,103 @@ def _compute_tail(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
     return rows
 
 
+#: A tail level counts as resolved by the simulation when at least this many servers of the
+#: type hold it on average and its CI excludes 0. Deeper, u is a rare event at this N and the
+#: 1/N expansion is not uniform in n (at N = 1000 a u of 1e-6 gets a V/N larger than itself).
+TAIL_MIN_SERVERS = 10
+
+
+def _servers(cfg: Mapping[str, Any], name: str, j: int) -> float:
+    return _named(cfg)[name]["gamma"][j] * cfg["N"]
+
+
+def _resolved(rows: Rows, cfg: Mapping[str, Any], name: str, policy: str, j: int) -> Rows:
+    """Simulated levels k ≥ 1 the run resolves, contiguous from k = 1 (see TAIL_MIN_SERVERS)."""
+    sims = sorted(
+        select(rows, method="sim", quantity="u", system=name, policy=policy, type=j),
+        key=lambda r: r["k"],
+    )
+    out = []
+    for r in sims:
+        if r["k"] < 1:
+            continue
+        if r["ci_low"] is None or r["ci_low"] <= 0:
+            break
+        if r["value"] * _servers(cfg, name, j) < TAIL_MIN_SERVERS:
+            break
+        out.append(r)
+    return out
+
+
+def _log_ratios(levels: Rows) -> tuple[list[int], list[Estimate]]:
+    """log(u_{k+1}/u_k), k = 0..K−1 (u_0 = 1 exactly), with half-widths from the log CIs.
+
+    A doubly exponential tail has log-ratios that fall without bound; a geometric one (ρ^k)
+    has them constant at log ρ.
+    """
+    logs = [Estimate.exact(0.0)]
+    for r in levels:
+        lo, hi = math.log(r["ci_low"]), math.log(r["ci_high"])
+        logs.append(Estimate(math.log(r["value"]), lo, hi, (hi - lo) / 2, int(r["batches"])))
+    ks, ratios = [], []
+    for k, (e0, e1) in enumerate(itertools.pairwise(logs)):
+        mean = e1.mean - e0.mean
+        half = math.hypot(e0.half_width, e1.half_width)
+        ks.append(k)
+        ratios.append(Estimate(mean, mean - half, mean + half, half, max(e0.batches, e1.batches)))
+    return ks, ratios
+
+
+def _all_types(verdicts: dict[str, Verdict], skipped: list[str]) -> Verdict:
+    """Every judged type's verdict passes; none judged is an error, never a pass."""
+    if not verdicts:
+        raise EmptyComparisonError("no type has enough resolved levels to judge its tail")
+    note = "; ".join(
+        f"{k}: {'pass' if v.passed else 'FAIL'} ({v.details})" for k, v in verdicts.items()
+    )
+    if skipped:
+        note += "; not resolved at this N (< 3 resolved levels): " + ", ".join(skipped)
+    first = next(iter(verdicts.values()))
+    return Verdict(
+        passed=all(v.passed for v in verdicts.values()),
+        measured={k: v.measured for k, v in verdicts.items()},
+        expected=first.expected,
+        tolerance=first.tolerance,
+        details=note,
+    )
+
+
+def _doubly_exponential(rows: Rows, cfg: Mapping[str, Any], name: str, policy: str) -> Verdict:
+    """Per type: the simulated log-ratios log(u_{k+1}/u_k) decrease significantly (trend)."""
+    verdicts, skipped = {}, []
+    for j in sorted({r["type"] for r in select(rows, system=name, policy=policy)}):
+        ks, ratios = _log_ratios(_resolved(rows, cfg, name, policy, j))
+        if len(ratios) < 2:
+            skipped.append(f"type {j + 1}")
+            continue
+        verdicts[f"type {j + 1}"] = trend(ks, ratios, "decreasing")
+    return _all_types(verdicts, skipped)
+
+
+def _tail_within(
+    rows: Rows, cfg: Mapping[str, Any], name: str, policy: str, method: str, quantity: str
+) -> Verdict:
+    """The simulated u^{(j)}_k within their CIs of a prediction, over every resolved level."""
+    ests, refs, labels = [], [], []
+    for j in sorted({r["type"] for r in select(rows, system=name, policy=policy)}):
+        pred = {
+            r["k"]: r["value"]
+            for r in select(rows, method=method, quantity=quantity, system=name, policy=policy)
+            if r["type"] == j
+        }
+        for r in _resolved(rows, cfg, name, policy, j):
+            if r["k"] in pred:
+                ests.append(estimate(r))
+                refs.append(pred[r["k"]])
+                labels.append(f"type {j + 1}, n = {r['k']}")
+    return within(ests, refs, labels=labels)
+
+
 def _window_slopes(log_u: list[float], period: int) -> tuple[float, float]:
     """Mean increment of log(−log u_n) over the last 3 periods and over the 3 before them.
 
@@ -763,86 +1126,119 @@ def _window_slopes(log_u: list[float], period: int) -> tuple[float, float]:
     return float((y[-1] - y[-1 - w]) / w), float((y[-1 - w] - y[-1 - 2 * w]) / w)
 
 
+def _linear_loglog(series: dict[str, tuple[list[float], int]]) -> Verdict:
+    """log(−log u_n) asymptotically linear: equal positive slopes over the last two windows."""
+    slopes, flat = {}, True
+    for key, (log_u, period) in series.items():
+        last, before = _window_slopes(log_u, period)
+        slopes[key] = [round(before, 4), round(last, 4)]
+        flat &= last > 0.1 and abs(last - before) <= 0.01 * last
+    if not slopes:
+        raise EmptyComparisonError("no deep tail to judge")
+    return Verdict(
+        passed=bool(flat),
+        measured=slopes,
+        expected="equal positive slopes (> 0.1) over the last two windows",
+        tolerance="1% relative",
+        details="slope = mean increment of log(−log u_n) per level over 3 periods",
+    )
+
+
 def _check_tail(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
     claims: list[Claim] = []
+    rho = cfg["rho"]
     for name in _named(cfg):
+        geometric = _doubly_exponential(rows, cfg, name, "random")
         for policy in ("scheme1", "scheme2"):
+            label = f"{name}, {POLICY_LABELS[policy]}"
+            claims.append(
+                make_claim(
+                    f"{label}: every type's stationary tail decays doubly exponentially — "
+                    f"judged on the simulation (N = {cfg['N']}) at the levels it resolves: the "
+                    "log-ratio log(u_{n+1}/u_n) falls significantly with n",
+                    _doubly_exponential(rows, cfg, name, policy),
+                    control=(
+                        f"random routing ∝ capacity (geometric tail ρ^n) simulated at the same "
+                        f"load ρ = {rho:g}, same statistic",
+                        geometric,
+                    ),
+                    details=(
+                        f"levels held by ≥ {TAIL_MIN_SERVERS} servers of the type with a CI "
+                        "above 0; CIs of log u from the batch-means CIs; the mean field beside "
+                        "it in the figure"
+                    ),
+                )
+            )
             types = sorted({r["type"] for r in select(rows, system=name, policy=policy)})
-            slopes, flat = {}, True
             caps = {
                 j: select(rows, system=name, policy=policy, type=j)[0]["capacity"] for j in types
             }
             c_min = min(caps.values())
+            deep, geo = {}, {}
             for j in types:
-                deep = sorted(
-                    select(rows, method="mf", quantity="log_u", system=name, policy=policy, type=j),
-                    key=lambda r: r["k"],
-                )
+                log_u = [
+                    r["value"]
+                    for r in sorted(
+                        select(
+                            rows, method="mf", quantity="log_u", system=name, policy=policy, type=j
+                        ),
+                        key=lambda r: r["k"],
+                    )
+                ]
                 period = 1 if policy == "scheme1" else math.ceil(caps[j] / c_min - 1e-9)
-                last, before = _window_slopes([r["value"] for r in deep], period)
-                slopes[f"type {j + 1} (C = {caps[j]:g})"] = [round(before, 4), round(last, 4)]
-                flat &= last > 0.1 and abs(last - before) <= 0.01 * last
+                key = f"type {j + 1} (C = {caps[j]:g})"
+                deep[key] = (log_u, period)
+                geo[key] = ([n * math.log(rho) for n in range(len(log_u))], period)
             claims.append(
-                Claim(
-                    f"{name}, {POLICY_LABELS[policy]}: every type's tail decays doubly "
-                    "exponentially (log(−log u_n) asymptotically linear in n)",
-                    "equal positive slopes over the last two windows",
-                    slopes,
-                    "1% relative",
-                    flat,
+                make_claim(
+                    f"{label}: the mean-field equilibrium we solve has every type's tail doubly "
+                    "exponential (log(−log u_n) asymptotically linear in n, deep levels)",
+                    _linear_loglog(deep),
+                    control=(
+                        "the geometric tail ρ^n of random routing at the same load and levels",
+                        _linear_loglog(geo),
+                    ),
+                    source="lbrepro",
                     details=(
                         "mean field solved in log space to "
                         f"{cfg['deep_levels']}·C_j/C_min levels per type (u far below 1e-308); "
-                        "slope = mean increment of log(−log u_n) per level over 3 periods "
-                        "(period 1 level under Scheme 1, C_j/C_min under Scheme 2)"
+                        "period 1 level under Scheme 1, C_j/C_min under Scheme 2"
                     ),
                 )
             )
-            widen = bonferroni_factor(cfg["batches"], 8 * len(types))
-            for ref, label in (("mf", "mean field"), ("rmf", "refined mean field")):
-                worst, where = 0.0, ""
-                for j in types:
-                    pred = {
-                        r["k"]: r["value"]
-                        for r in select(
-                            rows, method=ref, quantity="u", system=name, policy=policy, type=j
-                        )
-                    }
-                    # Levels the mean field says ≥ 10 type-j servers hold. Deeper, u is a rare
-                    # event at this N: the 1/N expansion is not uniform in n there (at N = 1000
-                    # a u of 1e-6 gets a correction V/N larger than itself).
-                    servers = _named(cfg)[name]["gamma"][j] * cfg["N"]
-                    mf_u = {
-                        r["k"]: r["value"]
-                        for r in select(
-                            rows, method="mf", quantity="u", system=name, policy=policy, type=j
-                        )
-                    }
-                    for r in select(rows, method="sim", system=name, policy=policy, type=j):
-                        if r["k"] >= 1 and mf_u.get(r["k"], 0.0) * servers >= 10:
-                            half = (r["ci_high"] - r["ci_low"]) / 2
-                            floor = 1.0 / (cfg["N"] * (cfg["horizon"] - cfg["warmup"]))
-                            gap = abs(r["value"] - pred.get(r["k"], 0.0))
-                            if gap / max(widen * half, floor) > worst:
-                                worst = gap / max(widen * half, floor)
-                                where = f"type {j + 1}, n = {r['k']}"
-                claims.append(
-                    Claim(
-                        f"{name}, {POLICY_LABELS[policy]}: simulated per-type tails "
-                        f"(N = {cfg['N']}) lie within the CI of the {label} at every level held "
-                        "by ≥ 10 servers of the type",
-                        "|sim − prediction| ≤ CI half-width",
-                        f"{worst:.3f} half-widths (worst: {where})",
-                        "95% CI, Bonferroni-widened",
-                        worst <= 1.0,
-                        source="lbrepro",
-                        details=(
-                            "the mean field is the N → ∞ limit, so an O(1/N) gap is expected "
-                            "once the CI is narrower than it; the refined mean field u + V/N "
-                            "(Gast & Van Houdt 2017) corrects that term"
-                        ),
-                    )
+            claims.append(
+                make_claim(
+                    f"{label}: the stationary per-type tails converge to the mean field as "
+                    f"N → ∞ — the simulation (N = {cfg['N']}) lies within its CI of the "
+                    "refined mean field u + V/N at every resolved level",
+                    _tail_within(rows, cfg, name, policy, "rmf", "u"),
+                    control=(
+                        f"the refined mean field at the neighbouring load ρ = "
+                        f"{rho - NEIGHBOUR_DRHO:g}, same test",
+                        _tail_within(rows, cfg, name, policy, "rmf", "u_neighbour"),
+                    ),
+                    details=(
+                        "u + V/N is the mean field's expansion at this N (O(1/N²) remainder), so "
+                        "no allowance; Bonferroni over the levels and types"
+                    ),
                 )
+            )
+            claims.append(
+                make_claim(
+                    f"finite-N: {label}: the simulation (N = {cfg['N']}) lies within its CI of "
+                    "the mean field itself (the N → ∞ limit) at every resolved level",
+                    _tail_within(rows, cfg, name, policy, "mf", "u"),
+                    control=(
+                        f"the mean field at the neighbouring load ρ = {rho - NEIGHBOUR_DRHO:g}",
+                        _tail_within(rows, cfg, name, policy, "mf", "u_neighbour"),
+                    ),
+                    source="lbrepro",
+                    details=(
+                        "the paper claims the limit, not this N: an O(1/N) gap (V/N) is expected "
+                        "once the CI is narrower than it"
+                    ),
+                )
+            )
     return claims
 
 
@@ -877,6 +1273,20 @@ def _plot_tail(rows: Rows, cfg: Mapping[str, Any]):
                     color=color(j),
                     **METHOD_STYLE["sim"] | {"label": f"type {j + 1}, sim (N = {cfg['N']})"},
                 )
+            # The control's geometric tail: random routing ∝ capacity, simulated (type 1).
+            geo = [
+                r
+                for r in select(rows, method="sim", quantity="u", system=name, policy="random")
+                if r["type"] == 0 and r["value"] > 0
+            ]
+            ax.plot(
+                [r["k"] for r in geo],
+                [math.log10(r["value"]) for r in geo],
+                color="0.55",
+                ls=":",
+                marker=".",
+                label="random ∝ capacity, sim (geometric)",
+            )
             ax.set(
                 xlabel="n (jobs)",
                 ylabel="log₁₀ u⁽ʲ⁾ₙ",
@@ -917,8 +1327,10 @@ register(
         title="Per-type tails: Scheme 1 against Scheme 2",
         caption=(
             "log₁₀ of the fraction u⁽ʲ⁾ₙ of type-j servers with at least n jobs at ρ = 0.9: "
-            "mean field (dashed) and simulation with N servers (markers). Every type's tail "
-            "decays doubly exponentially."
+            "mean field (dashed) and simulation with N servers (markers), with random routing "
+            "∝ capacity simulated at the same load (grey, geometric); right: the deep tail of the "
+            "log-space mean field. The claim checks judge the decay on the simulation at the "
+            "levels it resolves, against that geometric tail."
         ),
         methods=("MF", "SIM"),
         points=_tail_points,
@@ -938,6 +1350,7 @@ def _validate_accuracy(cfg: Mapping[str, Any]) -> None:
     _validate_systems("hetero-accuracy", cfg)
     for i, rho in enumerate(cfg["rho"]):
         _check_load(f"hetero-accuracy.rho[{i}]", rho)
+        _check_control_load(f"hetero-accuracy.rho[{i}]", rho)
 
 
 def _accuracy_points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -965,6 +1378,9 @@ def _compute_accuracy(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
     lam = p["rho"] * system.total_capacity
     mf = model.fixed_point(system, lam, p["policy"])
     rmf = model.refined(system, lam, p["policy"])
+    near = model.fixed_point(
+        system, (p["rho"] - NEIGHBOUR_DRHO) * system.total_capacity, p["policy"]
+    )
     sim = model.simulate(
         system,
         lam,
@@ -985,7 +1401,47 @@ def _compute_accuracy(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
             "value": mf.mean_sojourn + rmf.mean_sojourn_coefficient / p["N"],
         },
         base | _sim_sojourn_row(sim, seed),
+        # The controls' reference: the mean field at the neighbouring load.
+        base
+        | {
+            "method": "mf",
+            "quantity": "mean_sojourn_neighbour",
+            "value": near.mean_sojourn,
+            "rho_neighbour": p["rho"] - NEIGHBOUR_DRHO,
+        },
     ]
+
+
+def _converges(Ns: list[int], ests: list[Estimate], limit: float, allowance: float) -> Verdict:
+    """The simulation approaches ``limit`` as N grows, judged with CIs.
+
+    Two parts, both needed: the distance to the limit (signed as at the smallest N) decreases
+    significantly from the smallest to the largest N with no significant rise between
+    neighbours (:func:`trend`), and at the largest N the simulation lies within its CI plus
+    ``allowance`` (the stated finite-N offset |V|/N of the refined mean field) of the limit.
+    """
+    gaps = [
+        Estimate(e.mean - limit, e.low - limit, e.high - limit, e.half_width, e.batches)
+        for e in ests
+    ]
+    sign = -1.0 if gaps[0].mean < 0 else 1.0
+    shrinks = trend(Ns, [_signed(g, sign) for g in gaps], "decreasing")
+    last = within([ests[-1]], [limit], allowance=allowance, labels=[f"N = {Ns[-1]}"])
+    return Verdict(
+        passed=bool(shrinks.passed and last.passed),
+        measured={"distance trend z": shrinks.measured, "at largest N": last.measured},
+        expected=f"{shrinks.expected}; and {last.expected}",
+        tolerance=f"{shrinks.tolerance}; {last.tolerance}",
+        details=f"trend: {shrinks.details}; largest N: {last.details}",
+    )
+
+
+def _value(rows: Rows, method: str, quantity: str, **key: Any) -> float:
+    """The one value of a method and quantity at ``key`` (a missing row is an error)."""
+    found = select(rows, method=method, quantity=quantity, **key)
+    if not found:
+        raise EmptyComparisonError(f"no {method} {quantity} row at {key}")
+    return found[0]["value"]
 
 
 def _check_accuracy(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
@@ -993,47 +1449,53 @@ def _check_accuracy(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
     for name in _named(cfg):
         for policy in ("scheme1", "scheme2"):
             for rho in cfg["rho"]:
-                sims = sorted(
-                    select(rows, method="sim", system=name, policy=policy, rho=rho),
-                    key=lambda r: r["N"],
-                )
-                errs = []
-                for s in sims:
-                    mf = select(rows, method="mf", system=name, policy=policy, rho=rho, N=s["N"])[
-                        0
-                    ]["value"]
-                    rmf = select(rows, method="rmf", system=name, policy=policy, rho=rho, N=s["N"])[
-                        0
-                    ]["value"]
-                    errs.append(
-                        (
-                            s["N"],
-                            (mf - s["value"]) / s["value"],
-                            (rmf - s["value"]) / s["value"],
-                            (s["ci_high"] - s["ci_low"]) / 2 / s["value"],
-                        )
-                    )
-                first, last = errs[0], errs[-1]
-                claims.append(
-                    Claim(
-                        f"{name}, {POLICY_LABELS[policy]}, ρ = {rho:g}: the mean-field error "
-                        "on E[T] vanishes as N grows",
-                        "|error| at the largest N ≤ 3 CI half-widths and < |error| at the "
-                        "smallest N",
-                        {N: f"{100 * e:+.2f}%" for N, e, _, _ in errs},
-                        "3 relative CI half-widths",
-                        abs(last[1]) <= max(3 * last[3], 1e-3) and abs(last[1]) < abs(first[1]),
-                    )
+                key = {"system": name, "policy": policy, "rho": rho}
+                sims = sorted(select(rows, method="sim", **key), key=lambda r: r["N"])
+                if not sims:
+                    raise EmptyComparisonError(f"hetero-accuracy: no simulation for {key}")
+                ests = [estimate(s) for s in sims]
+                Ns = [s["N"] for s in sims]
+
+                mf = _value(rows, "mf", "mean_sojourn", N=Ns[0], **key)
+                neighbour = _value(rows, "mf", "mean_sojourn_neighbour", N=Ns[0], **key)
+                offset = abs(_value(rows, "rmf", "mean_sojourn", N=Ns[-1], **key) - mf)
+                label = f"{name}, {POLICY_LABELS[policy]}, ρ = {rho:g}"
+                errors = ", ".join(
+                    f"N = {s['N']}: {100 * (mf - s['value']) / s['value']:+.2f}%" for s in sims
                 )
                 claims.append(
-                    Claim(
-                        f"{name}, {POLICY_LABELS[policy]}, ρ = {rho:g}: the refined mean field "
-                        "is closer to simulation than the mean field at the smallest N",
-                        "|rmf error| < |mf error|",
-                        f"{100 * first[2]:+.2f}% vs {100 * first[1]:+.2f}%",
-                        "strict",
-                        abs(first[2]) < abs(first[1]),
+                    make_claim(
+                        f"{label}: the mean field becomes exact as N → ∞ — the simulated E[T]'s "
+                        "distance to the mean-field E[T] shrinks significantly with N and, at "
+                        "the largest N, is within the CI plus the 1/N term |V|/N",
+                        _converges(Ns, ests, mf, offset),
+                        control=(
+                            f"the mean field at the neighbouring load ρ = "
+                            f"{rho - NEIGHBOUR_DRHO:g} as the limit, same test",
+                            _converges(Ns, ests, neighbour, offset),
+                        ),
+                        details=(
+                            f"allowance |V|/N = {offset:.3g} at N = {Ns[-1]} (refined mean "
+                            f"field); mean-field relative error: {errors}"
+                        ),
+                    )
+                )
+                claims.append(
+                    make_claim(
+                        f"finite-N: {label}: the refined mean field E[T] + V/N lies within the "
+                        "simulation's CI at every N",
+                        within(
+                            ests,
+                            [_value(rows, "rmf", "mean_sojourn", N=N, **key) for N in Ns],
+                            labels=[f"N = {N}" for N in Ns],
+                        ),
+                        control=(
+                            "the mean field without its 1/N term, same test (the 1/N term must "
+                            "be visible at the smallest N)",
+                            within(ests, [mf] * len(Ns), labels=[f"N = {N}" for N in Ns]),
+                        ),
                         source="lbrepro",
+                        details="u + V/N is exact to O(1/N²), so no allowance",
                     )
                 )
     return claims
@@ -1045,8 +1507,8 @@ def _summary_accuracy(rows: Rows) -> Rows:
         select(rows, method="sim"), key=lambda r: (r["system"], r["policy"], r["rho"], r["N"])
     ):
         key = {k: s[k] for k in ("system", "policy", "rho", "N")}
-        mf = select(rows, method="mf", **key)[0]["value"]
-        rmf = select(rows, method="rmf", **key)[0]["value"]
+        mf = _value(rows, "mf", "mean_sojourn", **key)
+        rmf = _value(rows, "rmf", "mean_sojourn", **key)
         out.append(
             {
                 "system": s["system"],
@@ -1074,6 +1536,11 @@ register(
         check=_check_accuracy,
         summary=_summary_accuracy,
         validate=_validate_accuracy,
+        reconstructions=(
+            "The systems (H2 = γ (0.5, 0.5), C (1, 2); H3 = γ (0.5, 0.3, 0.2), C (1, 2, 4); d = 2 "
+            "per type), loads and N grid are our choice: the seed's numerical section is missing "
+            "[reconstruction].",
+        ),
     )
 )
 
@@ -1104,6 +1571,23 @@ def _chaos_points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return points
 
 
+def _variance(sim: Any, j: int) -> dict[str, float]:
+    """Var(q) of a type-j server from its tail u_k, with a linear (conservative) 95% bound.
+
+    Var = Σ_k (2k − 1)u_k − (Σ_k u_k)²; the half-width adds |∂Var/∂u_k|·h_k over the levels
+    (the u_k's CIs are correlated, so their worst case, not quadrature).
+    """
+    u = np.asarray(sim.u[j], dtype=float)[1:]
+    half = (np.asarray(sim.u_ci_high[j], dtype=float) - np.asarray(sim.u_ci_low[j], dtype=float))[
+        1:
+    ] / 2
+    k = np.arange(1, u.size + 1)
+    m = float(u.sum())
+    value = float(((2 * k - 1) * u).sum() - m**2)
+    h = float((np.abs(2 * k - 1 - 2 * m) * np.nan_to_num(half)).sum())
+    return {"value": value, "ci_low": value - h, "ci_high": value + h}
+
+
 def _compute_chaos(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
     system = _system(p["spec"])
     sim = model.simulate(
@@ -1128,6 +1612,9 @@ def _compute_chaos(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
     }
     rows: Rows = []
     for j in range(system.num_types):
+        # The control's quantity: the variance of one tagged server's occupancy, which
+        # propagation of chaos leaves at its mean-field value (it does not vanish with N).
+        rows.append(base | {"quantity": "var_tagged", "type_a": j, "type_b": j} | _variance(sim, j))
         value, lo, hi = sim.cov_same[j], sim.cov_same_ci_low[j], sim.cov_same_ci_high[j]
         rows.append(
             base
@@ -1157,27 +1644,68 @@ def _compute_chaos(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
     return rows
 
 
+def _signed(e: Estimate, sign: float, scale: float = 1.0) -> Estimate:
+    """``sign·scale·e`` as an estimate (the interval flips with a negative sign)."""
+    lo, hi = sorted((sign * scale * e.low, sign * scale * e.high))
+    return Estimate(sign * scale * e.mean, lo, hi, scale * e.half_width, e.batches, e.N)
+
+
+def _vanishes(Ns: list[int], ests: list[Estimate]) -> Verdict:
+    """A sequence tends to 0 as N grows, as far as a finite sweep can show it.
+
+    Both needed: :func:`trend` ``to_zero`` (a significant fall to below half the first
+    value), and N·x not significantly larger at the largest N than at the smallest — the
+    O(1/N) rate of the mean-field expansion. The second part separates a vanishing sequence
+    from one falling towards a positive limit (which a short sweep can also halve).
+    """
+    falls = trend(Ns, ests, "to_zero", ratio=0.5)
+    scaled = [_signed(e, 1.0, N) for e, N in zip(ests, Ns, strict=True)]
+    rate = better([scaled[-1]], [scaled[0]], strict=False, labels=["N·x, largest vs smallest N"])
+    return Verdict(
+        passed=bool(falls.passed and rate.passed),
+        measured={"fall z": falls.measured, "N·x rise z": -rate.measured},
+        expected=f"{falls.expected}; and N·x not significantly rising",
+        tolerance=f"{falls.tolerance}; {rate.tolerance}",
+        details=f"{falls.details}; N·x: {rate.details}",
+    )
+
+
 def _check_chaos(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
     claims = []
     for name in _named(cfg):
+        variance: dict[int, Verdict] = {}
         for q in ("cov_same", "cov_cross"):
             series = select(rows, system=name, quantity=q)
             pairs = sorted({(r["type_a"], r["type_b"]) for r in series})
             for a, b in pairs:
                 pts = sorted(select(series, type_a=a, type_b=b), key=lambda r: r["N"])
-                small, large = pts[0], pts[-1]
-                half = (large["ci_high"] - large["ci_low"]) / 2
-                ok = abs(large["value"]) <= max(
-                    abs(small["value"]) * small["N"] / large["N"] * 3, 3 * half
-                )
+                Ns = [r["N"] for r in pts]
+                ests = [estimate(r) for r in pts]
+                # Judge the covariance with the sign it has at the smallest N (it may be < 0).
+                sign = -1.0 if ests[0].mean < 0 else 1.0
+                if a not in variance:
+                    var = sorted(
+                        select(rows, system=name, quantity="var_tagged", type_a=a),
+                        key=lambda r: r["N"],
+                    )
+                    variance[a] = _vanishes([r["N"] for r in var], [estimate(r) for r in var])
                 claims.append(
-                    Claim(
-                        f"{name}: covariance of two tagged servers (types {a + 1}, {b + 1}) "
-                        "vanishes as N grows (propagation of chaos)",
-                        "|cov(N_max)| ≤ 3·|cov(N_min)|·N_min/N_max or within 3 CI half-widths of 0",
-                        {r["N"]: float(f"{r['value']:.3g}") for r in pts},
-                        "see expected",
-                        ok,
+                    make_claim(
+                        f"{name}: the covariance of two tagged servers (types {a + 1}, {b + 1}) "
+                        "vanishes as N grows (propagation of chaos at equilibrium)",
+                        _vanishes(Ns, [_signed(e, sign) for e in ests]),
+                        control=(
+                            f"the variance of one tagged type-{a + 1} server (its covariance "
+                            "with itself, which chaos leaves at the mean-field value), same "
+                            "statistic",
+                            variance[a],
+                        ),
+                        details=(
+                            "judged with CIs: significant fall from the smallest to the largest "
+                            "N to below half, no significant rise between neighbours, and N·Cov "
+                            "not significantly rising (the mean-field O(1/N) rate: a finite "
+                            "sweep cannot otherwise tell a vanishing limit from a small one)"
+                        ),
                     )
                 )
     return claims
@@ -1187,7 +1715,7 @@ def _plot_chaos(rows: Rows, cfg: Mapping[str, Any]):
     names = list(_named(cfg))
     fig, axes = new_figure(1, len(names), width=4.0 * len(names), height=3.3)
     for ax, name in zip(axes[0], names, strict=True):
-        series = select(rows, system=name)
+        series = [r for r in select(rows, system=name) if r["quantity"] != "var_tagged"]
         for i, (a, b) in enumerate(sorted({(r["type_a"], r["type_b"]) for r in series})):
             pts = sorted(select(series, type_a=a, type_b=b), key=lambda r: r["N"])
             ax.errorbar(
@@ -1231,5 +1759,9 @@ register(
         check=_check_chaos,
         plot=_plot_chaos,
         validate=_validate_chaos,
+        reconstructions=(
+            "The systems (H2, H3 as in hetero-accuracy), the policy, load and N grid are our "
+            "choice: the seed proves propagation of chaos but gives no numbers [reconstruction].",
+        ),
     )
 )

@@ -102,7 +102,7 @@ PAPERS: dict[str, Paper] = {
             "(Scheme 2). The paper claims: both schemes are stable up to the full capacity "
             "μΣγ_jC_j, whereas SQ(d) over the whole system is not; the mean-field equilibrium "
             "is unique and every type's tail decays doubly exponentially; the schemes need no "
-            "estimate of the arrival rate and beat a type-based split tuned for the wrong "
+            "estimate of the arrival rate and can beat a type-based split tuned for the wrong "
             "load; the mean field becomes exact as N → ∞ (propagation of chaos)."
         ),
         "000_f403dd77859fed04.txt",

@@ -22,11 +22,19 @@ from typing import Any
 import numpy as np
 
 from lbrepro.artifacts.registry import Artifact, Rows, register
-from lbrepro.core.claims import Claim
+from lbrepro.core.claims import Claim, consistency, make_claim
 from lbrepro.core.errors import ConfigError
 from lbrepro.core.ids import add_point
 from lbrepro.core.io import select
-from lbrepro.core.stats import bonferroni_factor
+from lbrepro.core.stats import Estimate
+from lbrepro.core.verdicts import (
+    EmptyComparisonError,
+    Verdict,
+    better,
+    estimate,
+    trend,
+    within,
+)
 from lbrepro.models import universality as model
 from lbrepro.plotting.style import METHOD_STYLE, color, new_figure
 
@@ -38,6 +46,27 @@ def _validate_families(key: str, families: list[Any], Ns: list[int]) -> None:
                 model.d_of_N(family, N)
         except ConfigError as err:
             raise ConfigError(f"{key}[{i}]", str(err)) from None
+
+
+def _scaled(e: Estimate, c: float) -> Estimate:
+    """``c`` times an estimate (c > 0): its interval scales with it."""
+    return Estimate(c * e.mean, c * e.low, c * e.high, c * e.half_width, e.batches, e.N, e.seed)
+
+
+def _distance(e: Estimate, ref: Estimate) -> Estimate:
+    """|e − ref| of two independent estimates, half-widths in quadrature."""
+    dist = abs(e.mean - ref.mean)
+    half = math.hypot(e.half_width, ref.half_width)
+    batches = min((b for b in (e.batches, ref.batches) if b), default=0)
+    return Estimate(dist, dist - half, dist + half, half, batches, e.N, e.seed)
+
+
+def _difference(e: Estimate, ref: Estimate) -> Estimate:
+    """e − ref of two independent estimates, half-widths in quadrature."""
+    diff = e.mean - ref.mean
+    half = math.hypot(e.half_width, ref.half_width)
+    batches = min((b for b in (e.batches, ref.batches) if b), default=0)
+    return Estimate(diff, diff - half, diff + half, half, batches, e.N, e.seed)
 
 
 def _sim_rows(sim: Any, seed: np.random.SeedSequence, scale: float = 1.0, **extra: Any) -> Rows:
@@ -82,15 +111,53 @@ def _sim_rows(sim: Any, seed: np.random.SeedSequence, scale: float = 1.0, **extr
 # universality-fluid
 
 
+#: A finite sweep of N can show "q₂ → 0" only as a significant decline by a stated factor:
+#: q₂ at the largest N must lie (upper 95% bound) below this fraction of its value at the
+#: smallest N. ⌈log N⌉ is the slowest family: its fluid q₂ = λ^(⌈log N⌉+1) falls like N^(log λ)
+#: (by 0.48 from N = 10² to 10⁵ at λ = 0.9), so the factor is 0.6, not smaller; a fixed d is flat
+#: (or falls by its O(1/N) finite-N excess only: 0.29 → 0.25 for d = 12, λ = 0.9, N = 10² → 10⁵).
+#: "Bounded away from 0" (fixed d) is the complement: q₂ stays significantly above this
+#: fraction of its value at the smallest N.
+_DECLINE = 0.6
+
+
+def _control_d(Ns: list[int]) -> int:
+    """The fixed d of the fluid control: the largest ⌈log N⌉ of the sweep."""
+    return max(model.d_of_N("logN", N) for N in Ns)
+
+
+def _is_fixed(family: str) -> bool:
+    return str(family).isdigit()
+
+
+def _fluid_families(cfg: Mapping[str, Any]) -> list[str]:
+    """The configured d(N) families plus the control fixed d = max ⌈log N⌉ if absent."""
+    families = [str(f) for f in cfg["d"]]
+    control = str(_control_d(cfg["N"]))
+    return families if control in families else [*families, control]
+
+
 def _validate_fluid(cfg: Mapping[str, Any]) -> None:
     if cfg["lam"] >= 1:
         raise ConfigError("universality-fluid.lam", f"load {cfg['lam']} >= 1: unstable")
     _validate_families("universality-fluid.d", cfg["d"], cfg["N"])
+    if not any(not _is_fixed(str(f)) for f in cfg["d"]):
+        raise ConfigError(
+            "universality-fluid.d",
+            "needs a growing d(N) family (logN, sqrtN, …): the claim q₂ → 0 is about d(N) → ∞",
+        )
+    control = _control_d(cfg["N"])
+    if control > min(cfg["N"]):
+        raise ConfigError(
+            "universality-fluid.N",
+            f"the control fixed d = ⌈log N⌉ = {control} at the largest N cannot be sampled "
+            f"without replacement from the smallest N = {min(cfg['N'])}",
+        )
 
 
 def _fluid_points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     points: dict[str, dict[str, Any]] = {}
-    for family in cfg["d"]:
+    for family in _fluid_families(cfg):
         for N in cfg["N"]:
             params = {
                 "lam": cfg["lam"],
@@ -136,54 +203,100 @@ def _series(rows: Rows, method: str, quantity: str, family: str) -> list[dict[st
     return sorted(_of_family(rows, family, method=method, quantity=quantity), key=lambda r: r["N"])
 
 
+def _sim_series(rows: Rows, quantity: str, family: str) -> tuple[list[int], list[Estimate]]:
+    """N and the simulated estimates of one family, ordered by N; empty fails loudly."""
+    sim = _series(rows, "sim", quantity, family)
+    if not sim:
+        raise EmptyComparisonError(f"no simulated {quantity} rows of d(N) family {family!r}")
+    return [int(r["N"]) for r in sim], [estimate(r) for r in sim]
+
+
+def _to_zero(rows: Rows, family: str) -> Verdict:
+    """q₂ of one family falls significantly along N, to below _DECLINE × its first value."""
+    Ns, ests = _sim_series(rows, "q2", family)
+    return trend(Ns, ests, "to_zero", ratio=_DECLINE)
+
+
+def _bounded_away(rows: Rows, family: str) -> Verdict:
+    """q₂ of one family stays significantly above _DECLINE × its value at the smallest N."""
+    _, ests = _sim_series(rows, "q2", family)
+    if len(ests) < 2:
+        raise EmptyComparisonError(f"family {family!r}: needs at least two N")
+    floor = _scaled(ests[0], _DECLINE)
+    return better([floor] * (len(ests) - 1), ests[1:], strict=True, quantifier="all")
+
+
 def _check_fluid(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
     claims: list[Claim] = []
     lam = cfg["lam"]
-    widen = bonferroni_factor(cfg["batches"], len(cfg["N"]))
-    for family in map(str, cfg["d"]):
-        sim = _series(rows, "sim", "q2", family)
-        mf = {r["N"]: r["value"] for r in _series(rows, "mf", "q2", family)}
-        if family.isdigit():
-            d = int(family)
-            # Mean field at this fixed d; the 1/N bias is bounded by the smallest N's distance.
-            worst = max(
-                abs(r["value"] - mf[r["N"]])
-                / max(widen * (r["ci_high"] - r["ci_low"]) / 2, 1.0 / (r["N"] * r["measured_time"]))
-                for r in sim
-                if r["N"] >= 1000
+    Ns = sorted(cfg["N"])
+    families = _fluid_families(cfg)
+    growing = [f for f in families if not _is_fixed(f)]
+    fixed = [f for f in families if _is_fixed(f)]
+    if not growing or not fixed:
+        raise EmptyComparisonError("universality-fluid needs a growing and a fixed-d family")
+    d_ctrl = _control_d(Ns)
+    # The slowest growing family (smallest d at the largest N): the hardest control for
+    # "a fixed d keeps q₂ away from 0".
+    slowest = min(growing, key=lambda f: model.d_of_N(f, Ns[-1]))
+    ctrl_to_zero = (
+        f"fixed d = {d_ctrl} (the largest ⌈log N⌉ of the sweep, a d that does not grow): "
+        "the same test must fail",
+        _to_zero(rows, str(d_ctrl)),
+    )
+    span = f"N = {Ns[0]:g} … {Ns[-1]:g}"
+    for family in growing:
+        claims.append(
+            make_claim(
+                f"{model.family_label(family)} → ∞: q₂ → 0 as N → ∞, the JSQ fluid fixed point "
+                f"whatever the growth rate of d(N) — over {span}, q₂ falls significantly "
+                f"to below {_DECLINE:g}× its value at the smallest N",
+                _to_zero(rows, family),
+                control=ctrl_to_zero,
+                details=(
+                    f"d(N) = {', '.join(str(model.d_of_N(family, N)) for N in Ns)}; "
+                    "a finite sweep shows the limit only as a decline by a stated factor"
+                ),
             )
-            claims.append(
-                Claim(
-                    f"fixed d = {d}: q_2 does not vanish as N grows but stays at λ^(d+1)",
-                    round(lam ** (d + 1), 5),
-                    {r["N"]: round(r["value"], 5) for r in sim},
-                    "Bonferroni-widened 95% CI, for N ≥ 1000",
-                    worst <= 1.0,
-                    details=f"max |q_2 − λ^(d+1)| / CI half-width over N ≥ 1000: {worst:.2f}",
-                )
+        )
+    ctrl_bounded = (
+        f"{model.family_label(slowest)} (the slowest growing family of the sweep): "
+        "the same test must fail",
+        _bounded_away(rows, slowest),
+    )
+    for family in fixed:
+        d = int(family)
+        role = " (the control above)" if d == d_ctrl else ""
+        claims.append(
+            make_claim(
+                f"fixed d = {d}{role}: q₂ stays bounded away from 0 as N → ∞ (the JSQ fluid "
+                f"limit needs d(N) → ∞) — over {span}, q₂ at every larger N stays significantly "
+                f"above {_DECLINE:g}× its value at the smallest N",
+                _bounded_away(rows, family),
+                control=ctrl_bounded,
             )
-        else:
-            values = [r["value"] for r in sim]
-            halves = [(r["ci_high"] - r["ci_low"]) / 2 for r in sim]
-            # Non-increasing along N up to the CIs of both neighbours.
-            monotone = all(
-                b <= a + widen * math.hypot(ha, hb)
-                for a, b, ha, hb in zip(values, values[1:], halves, halves[1:], strict=False)
+        )
+        # lbrepro: the plateau is the supermarket fluid value, at the largest N (finite N).
+        _, ests = _sim_series(rows, "q2", family)
+        last = ests[-1]
+        mf = _of_family(rows, family, method="mf", quantity="q2", N=Ns[-1])
+        if not mf:
+            raise EmptyComparisonError(f"no mean-field q2 row of d = {d} at N = {Ns[-1]}")
+        claims.append(
+            make_claim(
+                f"fixed d = {d}: at the largest N = {Ns[-1]:g} (finite N), the simulated q₂ "
+                f"equals the supermarket fluid value λ^(d+1) = {mf[0]['value']:.4g} within its "
+                "95% CI",
+                within([last], [mf[0]["value"]], labels=[f"N={Ns[-1]}"]),
+                control=(
+                    f"the fluid value of the neighbouring d + 1 = {d + 1}, λ^(d+2) = "
+                    f"{model.q2_fluid(lam, d + 1):.4g}: must be rejected",
+                    within([last], [model.q2_fluid(lam, d + 1)], labels=[f"N={Ns[-1]}"]),
+                ),
+                source="lbrepro",
+                details="no finite-N allowance: the O(1/N) excess of q₂ is taken as a finding",
             )
-            last = sim[-1]
-            fixed2 = lam**3
-            claims.append(
-                Claim(
-                    f"{model.family_label(family)} → ∞: q_2 decreases towards 0 as N grows",
-                    f"non-increasing in N; q_2(N={last['N']}) far below λ³ = {fixed2:.3f}",
-                    {r["N"]: float(f"{r['value']:.4g}") for r in sim},
-                    "Bonferroni-widened 95% CIs",
-                    monotone and last["value"] < 0.5 * fixed2,
-                    details=(
-                        f"mean field at d(N={last['N']}) = {last['d']}: q_2 = {mf[last['N']]:.3g}"
-                    ),
-                )
-            )
+        )
     return claims
 
 
@@ -191,7 +304,7 @@ def _plot_fluid(rows: Rows, cfg: Mapping[str, Any]):
     fig, axes = new_figure(1, 1, width=6.0, height=3.6)
     ax = axes[0][0]
     Ns = sorted(cfg["N"])
-    for i, family in enumerate(map(str, cfg["d"])):
+    for i, family in enumerate(_fluid_families(cfg)):
         c = color(i)
         sim = _series(rows, "sim", "q2", family)
         mf = _series(rows, "mf", "q2", family)
@@ -207,7 +320,11 @@ def _plot_fluid(rows: Rows, cfg: Mapping[str, Any]):
             ],
             color=c,
             capsize=2,
-            **METHOD_STYLE["sim"] | {"label": model.family_label(family)},
+            **METHOD_STYLE["sim"]
+            | {
+                "label": model.family_label(family)
+                + (" (control)" if family == str(_control_d(Ns)) else "")
+            },
         )
         ax.plot(
             [r["N"] for r in mf],
@@ -259,8 +376,9 @@ register(
             "JSQ(d(N)) "
             "with d(N) sampled without replacement (markers: simulation, 95% CI; dashed: the "
             "mean-field fixed point λ^(d(N)+1) at each N's d). Fixed d keeps q₂ at λ^(d+1); any "
-            "d(N) → ∞ drives it to 0, the JSQ fluid fixed point (λ, 0, 0, …). Values below 1e-7 "
-            "are drawn at 1e-7."
+            "d(N) → ∞ drives it to 0, the JSQ fluid fixed point (λ, 0, 0, …). The fixed d equal "
+            "to the largest ⌈log N⌉ of the sweep is always simulated: it is the control of the "
+            "claim q₂ → 0. Values below 1e-7 are drawn at 1e-7."
         ),
         methods=("MF", "SIM"),
         points=_fluid_points,
@@ -291,12 +409,58 @@ def _validate_diffusion(cfg: Mapping[str, Any]) -> None:
                 f"universality-diffusion.{err.key}", str(err).split(": ", 1)[1]
             ) from None
     _validate_families("universality-diffusion.d", cfg["d"], cfg["N"])
+    families = [str(f) for f in cfg["d"]]
+    if not any(f in _ABOVE for f in families) or _diffusion_control(families) is None:
+        raise ConfigError(
+            "universality-diffusion.d",
+            "needs a family with d(N)/(√N log N) → ∞ (sqrtNlog2N or N), which the claim is "
+            "about, and one below that boundary (sqrtN, logN or a fixed d) as its control",
+        )
+    top = [str(f) for f in cfg.get("largest_N_for", families)]
+    for i, f in enumerate(top):
+        if f not in families:
+            raise ConfigError(
+                f"universality-diffusion.largest_N_for[{i}]", f"{f!r} is not a family of d"
+            )
+    if not any(f in _ABOVE for f in top):
+        raise ConfigError(
+            "universality-diffusion.largest_N_for",
+            "must include a family above √N log N (sqrtNlog2N or N): the claim is tested there",
+        )
+
+
+#: Families with d(N)/(√N log N) → ∞: the diffusion-scale theorem covers these.
+_ABOVE = ("sqrtNlog2N", "N")
+#: Families with d(N)/(√N log N) → 0, closest to the boundary first: the control.
+_BELOW = ("sqrtN", "logN")
+
+
+def _diffusion_Ns(cfg: Mapping[str, Any], family: Any) -> list[int]:  # noqa: N802
+    """The N of one family: the largest N only for the families in ``largest_N_for``.
+
+    The largest N dominates the cost (one point at N = 10⁵ is ~5.6·10⁹ events); it is needed
+    only where the claim lives (d(N) above √N log N), not for a control that is already far
+    off at the second largest N. Without ``largest_N_for`` every family runs at every N.
+    """
+    Ns = sorted(cfg["N"])
+    top = cfg.get("largest_N_for")
+    if top is None or str(family) in map(str, top):
+        return Ns
+    return Ns[:-1]
+
+
+def _diffusion_control(families: list[str]) -> str | None:
+    """The control family below the boundary: ⌈√N⌉ if present, else ⌈log N⌉, else a fixed d."""
+    for f in _BELOW:
+        if f in families:
+            return f
+    return next((f for f in families if _is_fixed(f)), None)
 
 
 def _diffusion_points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     points: dict[str, dict[str, Any]] = {}
     for family in cfg["d"]:
-        for N in cfg["N"]:
+        for N in _diffusion_Ns(cfg, family):
             params = {
                 "beta": cfg["beta"],
                 "family": str(family),
@@ -394,55 +558,98 @@ def _sde_limit(rows: Rows, quantity: str) -> tuple[float, float]:
     return limit["value"], (limit["ci_high"] - limit["ci_low"]) / 2
 
 
+def _sde_estimate(rows: Rows, quantity: str) -> Estimate:
+    """The SDE mean extrapolated to dt → 0 (the dt = 0 row) as an estimate."""
+    limit = select(rows, method="sde", quantity=quantity, dt=0.0)
+    if not limit:
+        raise EmptyComparisonError(f"no extrapolated SDE row of {quantity}")
+    return estimate(limit[0])
+
+
+def _diffusion_gap(rows: Rows, family: str, sde: Estimate) -> tuple[int, Verdict]:
+    """E[Q₂/√N] of ``family`` at its largest N minus the SDE's E[X₂] is 0 within the CIs."""
+    Ns, ests = _sim_series(rows, "q2", family)
+    return Ns[-1], within([_difference(ests[-1], sde)], [0.0], labels=[f"{family}, N={Ns[-1]}"])
+
+
+def _diffusion_shrinks(rows: Rows, family: str, sde: Estimate) -> Verdict:
+    """|E[Q₂/√N] − E[X₂]| decreases along N, judged with CIs."""
+    Ns, ests = _sim_series(rows, "q2", family)
+    return trend(Ns, [_distance(e, sde) for e in ests], "decreasing")
+
+
 def _check_diffusion(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
     beta = cfg["beta"]
     claims: list[Claim] = []
-    widen_all = bonferroni_factor(cfg["batches"], len(cfg["N"]) * len(cfg["d"]))
+    families = [str(f) for f in cfg["d"]]
+    above = [f for f in families if f in _ABOVE]
+    control = _diffusion_control(families)
+    if not above or control is None:
+        raise EmptyComparisonError(
+            "universality-diffusion needs a family above √N log N and one below it"
+        )
     idle = select(rows, method="sim", quantity="idle")
-    worst = max(
-        abs(r["value"] - beta) / (widen_all * (r["ci_high"] - r["ci_low"]) / 2) for r in idle
-    )
     claims.append(
-        Claim(
-            "E[(N − Q₁)/√N] = β for every N and d(N): servers are busy a fraction "
-            "λ(N)/N = 1 − β/√N",
-            beta,
-            round(max(abs(r["value"] - beta) for r in idle), 4),
-            "Bonferroni-widened 95% CI",
-            worst <= 1.0,
-            details=f"work conservation, a check of the simulator; max |error|/CI = {worst:.2f}",
-            source="lbrepro",
+        consistency(
+            "E[(N − Q₁)/√N] = β at every N and d(N): servers are busy a fraction "
+            "λ(N)/N = 1 − β/√N (work conservation, true of any policy: a check of the simulator)",
+            within(
+                [estimate(r) for r in idle],
+                [beta] * len(idle),
+                labels=[f"{r['family']}, N={r['N']}" for r in idle],
+            ),
         )
     )
-    sde_q2, sde_half = _sde_limit(rows, "q2")
-    sde_idle, _ = _sde_limit(rows, "idle")
     claims.append(
-        Claim(
-            "the simulated JSQ diffusion limit has E[−Q̄₁] = β (flow balance of the reflected SDE)",
-            beta,
-            round(sde_idle, 4),
-            "Bonferroni-widened 95% CI",
-            abs(sde_idle - beta) <= widen_all * (_sde_limit(rows, "idle")[1]),
-            source="lbrepro",
+        consistency(
+            "the simulated JSQ diffusion limit has E[−X₁] = β (flow balance of the reflected "
+            "SDE, exact for the discretised scheme too: a check of its reflection bookkeeping)",
+            within([_sde_estimate(rows, "idle")], [beta], labels=["SDE, dt → 0"]),
         )
     )
-    Nmax = max(cfg["N"])
-    for family in map(str, cfg["d"]):
-        r = _of_family(rows, family, method="sim", quantity="q2", N=Nmax)[0]
-        half = (r["ci_high"] - r["ci_low"]) / 2
-        tol = 2 * math.hypot(half, sde_half) + 0.05 * sde_q2
-        d_ratio = r["d"] / (math.sqrt(Nmax) * math.log(Nmax))
+    sde = _sde_estimate(rows, "q2")
+    c_label = model.family_label(control)
+    c_N, c_gap = _diffusion_gap(rows, control, sde)
+    for family in above:
+        Ns, _ = _sim_series(rows, "q2", family)
+        ratio = ", ".join(
+            f"{model.d_of_N(family, N) / (math.sqrt(N) * math.log(N)):.3g}" for N in Ns
+        )
+        ds = ", ".join(str(model.d_of_N(family, N)) for N in Ns)
+        label = model.family_label(family)
+        top, gap = _diffusion_gap(rows, family, sde)
         claims.append(
-            Claim(
-                f"{model.family_label(family)}: E[Q₂/√N] at N = {Nmax} matches the JSQ "
-                "diffusion limit",
-                round(sde_q2, 4),
-                round(r["value"], 4),
-                round(tol, 4),
-                abs(r["value"] - sde_q2) <= tol,
+            make_claim(
+                f"{label}, d(N)/(√N log N) → ∞: E[Q₂/√N] tends to the JSQ diffusion limit's "
+                f"stationary E[X₂] as N → ∞ — at the largest N = {top:g} the two agree within "
+                "their 95% CIs",
+                gap,
+                control=(
+                    f"{c_label}, below the √N log N boundary: the same test at its largest "
+                    f"N = {c_N:g} must fail",
+                    c_gap,
+                ),
                 details=(
-                    f"d(N)/(√N log N) = {d_ratio:.2f} at N = {Nmax} (the theorem needs → ∞); "
-                    "tolerance: 2 combined CI half-widths + 5 % for O(1/√N) pre-limit terms"
+                    f"d(N) = {ds} for N = {', '.join(f'{N:g}' for N in Ns)}; "
+                    f"d(N)/(√N log N) = {ratio}; SDE E[X₂] = {sde.mean:.4f} ± "
+                    f"{sde.half_width:.2g}; no finite-N allowance"
+                ),
+            )
+        )
+        claims.append(
+            make_claim(
+                f"{label}: the distance |E[Q₂/√N] − E[X₂]| to the JSQ diffusion limit shrinks "
+                f"as N grows over N = {Ns[0]:g} … {top:g} (significant decrease, no "
+                "significant reversal)",
+                _diffusion_shrinks(rows, family, sde),
+                control=(
+                    f"{c_label}, below the √N log N boundary: the same test must fail",
+                    _diffusion_shrinks(rows, control, sde),
+                ),
+                source="lbrepro",
+                details=(
+                    "the pre-limit gap closes slowly (O(1/√N) or slower), so a short run may "
+                    "lack the power to show the decrease"
                 ),
             )
         )
@@ -565,7 +772,10 @@ register(
         reconstructions=(
             "β = 1, N up to 10⁵ and the d(N) families are our choice (the seed's figures are "
             "missing). The diffusion limit's stationary means are simulated, not taken from a "
-            "closed form; the claim's tolerance adds 5 % for O(1/√N) pre-limit terms.",
+            "closed form. ⌈√N (log N)²⌉ ∧ N is the family with d(N)/(√N log N) → ∞ other than "
+            "JSQ (it equals N below N ≈ 5500); ⌈√N⌉, below the √N log N boundary, is the "
+            "control; only the families in largest_N_for run at the largest N, to bound the "
+            "cost.",
         ),
     )
 )
@@ -580,6 +790,14 @@ def _validate_overhead(cfg: Mapping[str, Any]) -> None:
     if cfg["lam"] >= 1:
         raise ConfigError("universality-overhead.lam", f"load {cfg['lam']} >= 1: unstable")
     _validate_families("universality-overhead.d", cfg["d"], [cfg["N"]])
+    families = [str(f) for f in cfg["d"]]
+    missing = [f for f in ("2", "sqrtN", "N") if f not in families]
+    if missing:
+        raise ConfigError(
+            "universality-overhead.d",
+            f"must include 2, sqrtN and N (the claim compares ⌈√N⌉ with JSQ, d = 2 is its "
+            f"control); missing {', '.join(missing)}",
+        )
 
 
 def _overhead_points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -612,24 +830,53 @@ def _compute_overhead(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
     return [params | r for r in _sim_rows(sim, seed)]
 
 
+#: Our yardstick for "keeps JSQ's delay" (the paper gives none at finite N): E[T] within 5 %.
+_CLOSE = 0.05
+
+
+def _near_jsq(rows: Rows, family: str) -> Verdict:
+    """E[T] of ``family`` significantly below (1 + _CLOSE) × JSQ's E[T]."""
+    mine = _of_family(rows, family, method="sim", quantity="mean_sojourn")
+    jsq = _of_family(rows, "N", method="sim", quantity="mean_sojourn")
+    if not mine or not jsq:
+        raise EmptyComparisonError(f"no mean_sojourn rows of {family!r} and of JSQ")
+    return better(
+        [estimate(mine[0])],
+        [_scaled(estimate(jsq[0]), 1 + _CLOSE)],
+        strict=True,
+        labels=[f"{family} vs JSQ"],
+    )
+
+
 def _check_overhead(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
-    claims = []
+    N = cfg["N"]
+    k = model.d_of_N("sqrtN", N)
+    claims = [
+        make_claim(
+            f"JSQ's fluid-level delay is kept with far fewer samples: d = ⌈√N⌉ = {k} servers "
+            f"per job (≈ {N / k:.0f}× fewer than JSQ's N = {N}) gives E[T] significantly below "
+            f"(1 + {_CLOSE:g}) × JSQ's E[T] (our yardstick: within {_CLOSE:.0%})",
+            _near_jsq(rows, "sqrtN"),
+            control=(
+                "d = 2 (a fixed d, no fluid-level optimality): the same test must fail",
+                _near_jsq(rows, "2"),
+            ),
+            details="the paper: overhead reduced by nearly a factor O(N) at the fluid level",
+        )
+    ]
     for q, name in (("mean_sojourn", "E[T]"), ("p_wait", "P(wait > 0)")):
         sims = sorted(select(rows, method="sim", quantity=q), key=lambda r: r["d"])
-        values = [r["value"] for r in sims]
-        halves = [(r["ci_high"] - r["ci_low"]) / 2 for r in sims]
-        widen = bonferroni_factor(cfg["batches"], len(sims))
-        monotone = all(
-            b <= a + widen * math.hypot(ha, hb)
-            for a, b, ha, hb in zip(values, values[1:], halves, halves[1:], strict=False)
-        )
+        ds = [r["d"] for r in sims]
+        ests = [estimate(r) for r in sims]
         claims.append(
-            Claim(
-                f"more servers sampled per job never hurt: {name} is non-increasing in d",
-                "non-increasing",
-                {r["d"]: float(f"{r['value']:.4g}") for r in sims},
-                "Bonferroni-widened 95% CIs of neighbours",
-                monotone,
+            make_claim(
+                f"more servers sampled per job help: {name} decreases in d over "
+                f"d = {', '.join(map(str, ds))} (significant overall, no significant reversal)",
+                trend(ds, ests, "decreasing"),
+                control=(
+                    f"the negation, {name} increasing in d: the same test must fail",
+                    trend(ds, ests, "increasing"),
+                ),
                 source="lbrepro",
             )
         )
@@ -701,6 +948,10 @@ register(
         plot=_plot_overhead,
         summary=_summary_overhead,
         validate=_validate_overhead,
-        reconstructions=("The overhead table's parameters (λ, N, the d grid) are our choice.",),
+        reconstructions=(
+            "The overhead table's parameters (λ, N, the d grid) are our choice, and so is the "
+            "5 % yardstick of 'keeps JSQ's delay': the paper states the overhead reduction only "
+            "in the limit N → ∞.",
+        ),
     )
 )

@@ -8,6 +8,7 @@ interval over the B batch means is an honest interval for the stationary mean.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy import stats as _sps
@@ -22,7 +23,8 @@ class Estimate:
     """A point estimate with its confidence interval (scalars or equal-shape arrays).
 
     ``low = mean - half_width`` and ``high = mean + half_width`` elementwise; ``batches`` is
-    the number of batch means the interval was built from.
+    the number of batch means the interval was built from (0 for an exact value). ``N`` and
+    ``seed`` say which system and random stream produced it, where known.
     """
 
     mean: float | np.ndarray
@@ -30,6 +32,13 @@ class Estimate:
     high: float | np.ndarray
     half_width: float | np.ndarray
     batches: int
+    N: int | None = None
+    seed: Any = None
+
+    @classmethod
+    def exact(cls, value: float) -> Estimate:
+        """A value known exactly (a closed form, a mean field): a zero-width interval."""
+        return cls(float(value), float(value), float(value), 0.0, 0)
 
 
 def batch_means_ci(batch_values: np.ndarray, level: float = 0.95) -> Estimate:

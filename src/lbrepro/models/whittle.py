@@ -497,6 +497,7 @@ def check_indexability(
     margin: int = 10,
     nmax: int | None = None,
     rel_eps: float = 1e-3,
+    indices: np.ndarray | None = None,
 ) -> IndexabilityResult:
     """Check indexability at every W(m), m = 0..mmax, by the subsidy problem.
 
@@ -507,6 +508,8 @@ def check_indexability(
     truncated at ``nmax`` (default 2·(mmax + margin) + 10); only the states up to
     mmax + margin are compared so the truncation boundary cannot decide a verdict.
     Non-monotone indices (W(m+1) ≤ W(m)) are failures too: no subsidy then separates φ_m.
+    ``indices`` replaces the computed W(0..mmax + margin) (a control: a misplaced index curve
+    must be flagged by the same subsidy test).
     """
     p, q, d = _validated(p, q, d)
     if not callable(cost):
@@ -515,6 +518,11 @@ def check_indexability(
     ncheck = mmax + margin
     nmax = 2 * ncheck + 10 if nmax is None else int_arg("nmax", nmax, ncheck + 2)
     W = whittle_indices(p, q, d, ncheck, cost, beta)
+    if indices is not None:
+        given = np.asarray(indices, dtype=float)
+        if given.shape != W.shape:
+            raise ValueError(f"indices: need {W.shape[0]} values W(0..{ncheck}), got {given.shape}")
+        W = given
     failures: list[dict[str, Any]] = []
     unresolved: list[dict[str, Any]] = []
     checked = 0

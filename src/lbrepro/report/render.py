@@ -21,6 +21,7 @@ import jinja2
 
 from lbrepro.artifacts import registry
 from lbrepro.artifacts.registry import Artifact, Paper
+from lbrepro.core.claims import CONSISTENCY, INCONCLUSIVE, claim_status
 from lbrepro.core.io import read_json, read_table
 from lbrepro.report.provenance import provenance
 from lbrepro.report.runtimes import aggregate, read_benchmarks
@@ -33,6 +34,10 @@ REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
 MISSING = "missing"
 NO_CLAIMS = "no claims"
+#: Order in which claims are listed: what a reader must see first comes first.
+STATUS_ORDER = {NOT_REPRODUCED: 0, INCONCLUSIVE: 1, REPRODUCED: 2, CONSISTENCY: 3}
+#: The measured coverage of the batch-means intervals (bench/bench_coverage.py writes it).
+COVERAGE_FILE = Path(__file__).with_name("coverage.json")
 
 
 def fmt(value: Any, max_items: int = 6) -> str:
@@ -118,6 +123,18 @@ def _claims(path: Path, shown: str) -> tuple[list[dict[str, Any]] | None, str]:
     claims = []
     for entry in data:
         passed = entry.get("passed") is True
+        status = claim_status({**entry, "passed": passed})
+        control = entry.get("control")
+        if isinstance(control, Mapping):
+            control = {
+                "claim": str(control.get("claim", "")),
+                "measured": fmt(control.get("measured")),
+                "expected": fmt(control.get("expected")),
+                "passed": control.get("passed") is True,
+                "details": str(control.get("details") or ""),
+            }
+        else:
+            control = None
         claims.append(
             {
                 "claim": str(entry.get("claim", "")),
@@ -125,12 +142,50 @@ def _claims(path: Path, shown: str) -> tuple[list[dict[str, Any]] | None, str]:
                 "measured": fmt(entry.get("measured")),
                 "tolerance": fmt(entry.get("tolerance")),
                 "passed": passed,
-                "verdict": REPRODUCED if passed else NOT_REPRODUCED,
+                "status": status,
+                "verdict": status,
+                "kind": str(entry.get("kind") or "verdict"),
+                "control": control,
                 "details": str(entry.get("details") or ""),
                 "source": str(entry.get("source") or ""),
             }
         )
     return claims, ""
+
+
+def _artifact_status(claims: list[dict[str, Any]] | None) -> str:
+    """One word for an artifact: the worst of its claims' outcomes (consistency aside)."""
+    if claims is None:
+        return MISSING
+    verdicts = [c["status"] for c in claims if c["status"] != CONSISTENCY]
+    if not verdicts:
+        return CONSISTENCY if claims else NO_CLAIMS
+    return min(verdicts, key=STATUS_ORDER.__getitem__)
+
+
+def _count(claims: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """Claims per outcome; consistency checks are counted apart from the verdicts."""
+    statuses = [c["status"] for c in claims]
+    return {
+        "reproduced": statuses.count(REPRODUCED),
+        "not_reproduced": statuses.count(NOT_REPRODUCED),
+        "inconclusive": statuses.count(INCONCLUSIVE),
+        "consistency": statuses.count(CONSISTENCY),
+        "without_control": sum(
+            1 for c in claims if c["status"] != CONSISTENCY and c["control"] is None
+        ),
+    }
+
+
+def coverage_table(path: Path = COVERAGE_FILE) -> dict[str, Any] | None:
+    """The measured coverage of nominal 95% intervals on known answers, if recorded."""
+    if not path.is_file():
+        return None
+    try:
+        data = read_json(path)
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, Mapping) else None
 
 
 def _summary(artifact: Artifact, table: Path) -> tuple[dict[str, Any] | None, str]:
@@ -174,14 +229,7 @@ def _artifact_view(
         figure["pdf"] = _href(pdf, out_dir) if pdf.is_file() else None
     claims, checks_note = _claims(paths["checks"], rel_paths["checks"])
     summary, summary_note = _summary(artifact, paths["table"])
-    if claims is None:
-        status = MISSING
-    elif not claims:
-        status = NO_CLAIMS
-    elif all(c["passed"] for c in claims):
-        status = REPRODUCED
-    else:
-        status = NOT_REPRODUCED
+    status = _artifact_status(claims)
     return {
         "id": artifact.id,
         "slug": artifact.slug,
@@ -211,6 +259,7 @@ def build_context(
     artifacts: Sequence[Artifact],
     papers: Mapping[str, Paper],
     source: Path | None = None,
+    coverage_file: Path = COVERAGE_FILE,
 ) -> dict[str, Any]:
     """The template's variables: pure data, so tests can inspect it without HTML.
 
@@ -232,13 +281,17 @@ def build_context(
 
     all_claims = []
     for section in sections:
+        paper_claims = []
         for view in section["artifacts"]:
             for claim in view["claims"] or []:
-                all_claims.append({**claim, "artifact": view["id"], "paper": section["paper"].slug})
-    all_claims.sort(key=lambda c: c["passed"])  # stable: failures first, else catalogue order
-    counts = {
-        "reproduced": sum(c["passed"] for c in all_claims),
-        "not_reproduced": sum(not c["passed"] for c in all_claims),
+                paper_claims.append(
+                    {**claim, "artifact": view["id"], "paper": section["paper"].slug}
+                )
+        section["counts"] = _count(paper_claims)
+        all_claims.extend(paper_claims)
+    # Stable sort: not reproduced first, then inconclusive, reproduced, consistency.
+    all_claims.sort(key=lambda c: STATUS_ORDER[c["status"]])
+    counts = _count(all_claims) | {
         "missing": sum(v["status"] == MISSING for v in views),
         "artifacts": len(views),
         "papers": len(sections),
@@ -270,6 +323,7 @@ def build_context(
         "provenance": provenance(config, source if source is not None else root),
         "shared_config": shared,
         "runtimes": runtimes,
+        "coverage": coverage_table(coverage_file),
         "labels": {"reproduced": REPRODUCED, "not_reproduced": NOT_REPRODUCED, "missing": MISSING},
     }
 
@@ -303,6 +357,7 @@ def render_report(
     artifacts: Sequence[Artifact] | None = None,
     papers: Mapping[str, Paper] | None = None,
     source: Path | None = None,
+    coverage_file: Path = COVERAGE_FILE,
 ) -> Path:
     """Render the HTML report and return its path.
 
@@ -326,6 +381,7 @@ def render_report(
         artifacts=artifacts,
         papers=papers,
         source=source,
+        coverage_file=coverage_file,
     )
     html = environment(templates).get_template(TEMPLATE).render(**context)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,456 @@
+"""Every claim check of the affinity artifacts passes on a synthetic table where its claim holds
+(with its control failing) and fails on one where the claim is false. No simulation: the tables
+are built here, from the model's closed forms where a check reads them."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+
+from lbrepro.artifacts import affinity as aff
+from lbrepro.core.claims import CONSISTENCY, REPRODUCED
+from lbrepro.models import affinity as model
+
+
+def assert_holds(claims):
+    """All claims pass, each verdict has a control, and that control fails."""
+    assert claims
+    for c in claims:
+        d = c.to_dict()
+        assert c.passed, (c.claim, c.measured, c.details)
+        if c.kind != CONSISTENCY:
+            assert c.control is not None, c.claim
+            assert not c.control["passed"], (c.claim, c.control)
+            assert d["status"] == REPRODUCED
+
+
+def failed(claims, text):
+    """The claims whose text contains ``text`` (at least one), all failed."""
+    hits = [c for c in claims if text in c.claim]
+    assert hits, [c.claim for c in claims]
+    return all(not c.passed for c in hits)
+
+
+def sim(value, half, N, batches=20, **extra):
+    return {
+        "method": "sim",
+        "value": value,
+        "ci_low": value - half,
+        "ci_high": value + half,
+        "N": N,
+        "batches": batches,
+        "seed": 1,
+    } | extra
+
+
+# ---------------------------------------------------------------------------------------
+# affinity-table1
+
+
+def table1_rows(N=50, ks=range(1, 6)):
+    return [
+        {
+            "method": "cf",
+            "quantity": "d_min",
+            "value": model.table1_d(N, k),
+            "k": k,
+            "N": N,
+            "dominates_everywhere": True,
+            "d_minus_1": False,
+        }
+        for k in ks
+    ]
+
+
+def test_table1_holds():
+    assert_holds(aff._table1_check(table1_rows(), {"N": 50}))
+
+
+def test_table1_fails_on_a_wrong_row_and_a_wrong_shortcut():
+    rows = table1_rows()
+    rows[2]["value"] = 35  # k = 3: the published value is 34
+    rows[3]["dominates_everywhere"] = False
+    claims = aff._table1_check(rows, {"N": 50})
+    assert failed(claims, "Table 1")
+    assert failed(claims, "Concavity shortcut")
+
+
+# ---------------------------------------------------------------------------------------
+# affinity-stepfunctions
+
+
+def steps_rows(N=50, k=3, ds=(25, 33, 34), relabel=None):
+    rows = [
+        {"method": "cf", "quantity": "f_ref", "value": float(v), "n": n, "exact": str(v)}
+        for n, v in enumerate(model.f_ref(N, k))
+    ]
+    for d in ds:
+        src = (relabel or {}).get(d, d)
+        rows += [
+            {"method": "cf", "quantity": "f_aff", "value": float(v), "d": d, "n": n,
+             "exact": str(v)}
+            for n, v in enumerate(model.f_aff(N, src))
+        ]  # fmt: skip
+    return rows
+
+
+def test_stepfunctions_hold():
+    assert_holds(aff._steps_check(steps_rows(), {"N": 50, "k": 3, "d": [25, 34]}))
+
+
+def test_stepfunctions_fail_when_the_functions_are_swapped():
+    # d = 34 carries d = 33's step function (below f_ref somewhere), d = 25 carries d = 34's.
+    rows = steps_rows(relabel={34: 33, 25: 34})
+    claims = aff._steps_check(rows, {"N": 50, "k": 3, "d": [25, 34]})
+    assert failed(claims, "d = 34 ≥ 34")
+    assert failed(claims, "d = 25 < 34")
+    assert Fraction(rows[0]["exact"]) == 0
+
+
+# ---------------------------------------------------------------------------------------
+# affinity-dstar
+
+
+def dstar_rows(values=(1, 18, 46), confirms=True):
+    return [
+        {"method": "cf", "quantity": "dstar", "value": v, "lam": lam, "mu2": 0.5,
+         "grid_confirms": confirms, "grid_confirms_shifted": None if v == 1 else False}
+        for lam, v in zip((0.4, 0.8, 0.9), values, strict=True)
+    ]  # fmt: skip
+
+
+DSTAR_CFG = {"lam": [0.4, 0.8, 0.9], "mu2": [0.5]}
+
+
+def test_dstar_holds():
+    assert_holds(aff._dstar_check(dstar_rows(), DSTAR_CFG))
+
+
+def test_dstar_fails():
+    claims = aff._dstar_check(dstar_rows(values=(30, 2, 1), confirms=False), DSTAR_CFG)
+    assert failed(claims, "λ = 0.8, μ2 = 0.5")
+    assert failed(claims, "dense grid search")
+    assert failed(claims, "increases with λ")
+
+
+# ---------------------------------------------------------------------------------------
+# affinity-trajectories and affinity-bistability
+
+
+def limit(kind, distance, n, quantity="limit"):
+    return {"method": "mf", "quantity": quantity, "value": 0, "traj": n, "kind": kind,
+            "distance": distance, "stable": True, "distance_control": 0.08,
+            "lam_control": 0.78}  # fmt: skip
+
+
+TRAJ_CFG = {"lam": 0.8, "d1": 3, "tol": 1e-3}
+BI_CFG = {"lam": 0.8, "d1": 25, "tol": 1e-3}
+
+
+def test_trajectories_hold_and_fail():
+    good = [limit("queueing", 1e-6, n) for n in range(10)]
+    assert_holds(aff._traj_check(good, TRAJ_CFG, want_unique=True))
+    bad = [*good[:-1], limit("queueing", 0.05, 9)]  # one trajectory did not converge
+    assert failed(aff._traj_check(bad, TRAJ_CFG, want_unique=True), "converge")
+    other = [*good[:-1], limit("no-queueing", 1e-6, 9)]  # not the unique attractor
+    assert failed(aff._traj_check(other, TRAJ_CFG, want_unique=True), "converge")
+
+
+def bistable_rows(n_queueing, n_total=120, distance=1e-8):
+    rows = []
+    for n in range(n_total):
+        kind = "queueing" if n < n_queueing else "no-queueing"
+        rows.append(limit(kind, distance, n, "limit" if n % 6 == 0 else "limit_extra"))
+    return rows
+
+
+def test_bistability_holds():
+    assert_holds(aff._traj_check(bistable_rows(85), BI_CFG, want_unique=False))
+
+
+def test_bistability_fails_without_a_queueing_majority_or_convergence():
+    claims = aff._traj_check(bistable_rows(55), BI_CFG, want_unique=False)
+    assert failed(claims, "most trajectories")
+    claims = aff._traj_check(bistable_rows(120), BI_CFG, want_unique=False)
+    assert failed(claims, "most trajectories")  # all of them: the other point is never reached
+    claims = aff._traj_check(bistable_rows(85, distance=0.01), BI_CFG, want_unique=False)
+    assert failed(claims, "converge to one of the two")
+
+
+# ---------------------------------------------------------------------------------------
+# affinity-sim-vs-fluid
+
+SVF_CFG = {"lam": 0.8, "cases": [[3, "empty"]], "mu1": 1.0, "mu2": 0.5}
+
+
+def svf_rows(offset_c=0.0, at_lam=0.8, half=5e-4, N=2000):
+    """Simulated x[i, j] = the fixed point at ``at_lam`` + offset_c/N (at N and N/2)."""
+    case = {"d1": 3, "start": "empty"}
+    fp = model.queueing_fixed_point(0.8, 0.5, 1.0, 3)
+    fpc = model.queueing_fixed_point(0.78, 0.5, 1.0, 3)
+    x = model.queueing_fixed_point(at_lam, 0.5, 1.0, 3)
+    rows = []
+    for i in range(4):
+        for j in range(2):
+            rows.append({"method": "mf", "quantity": "fixed_point", "value": float(fp[i, j]),
+                         "i": i, "j": j, "kind": "queueing"} | case)  # fmt: skip
+            rows.append({"method": "mf", "quantity": "fixed_point_control",
+                         "value": float(fpc[i, j]), "i": i, "j": j, "kind": "queueing",
+                         "lam": 0.78} | case)  # fmt: skip
+            for n in (N, N // 2):
+                rows.append(sim(float(x[i, j]) + offset_c / n, half, n, quantity="x_mean",
+                                i=i, j=j) | case)  # fmt: skip
+    sw = 0.5 * float(x[0, 1]) / at_lam
+    for n in (N, N // 2):
+        rows.append(sim(sw + offset_c / n, 4 * half, n, quantity="switch_fraction") | case)
+    rows.append({"method": "mf", "quantity": "switch_fraction_control",
+                 "value": 0.5 * float(fpc[0, 1]) / 0.78, "kind": "queueing"} | case)  # fmt: skip
+    return rows
+
+
+def test_sim_vs_fluid_holds():
+    assert_holds(aff._svf_check(svf_rows(), SVF_CFG))
+
+
+def test_sim_vs_fluid_offset_of_order_one_over_n_is_a_finite_n_finding_only():
+    claims = aff._svf_check(svf_rows(offset_c=4.0), SVF_CFG)  # 0.002 at N = 2000, CI 5e-4
+    assert all(c.passed for c in claims if "extrapolated to N → ∞" in c.claim)
+    assert failed(claims, "Finite-N (N = 2000), d1 = 3, start empty")
+
+
+def test_sim_vs_fluid_fails_at_the_wrong_load():
+    claims = aff._svf_check(svf_rows(at_lam=0.79), SVF_CFG)
+    assert failed(claims, "settles at the queueing fixed point")
+    assert failed(claims, "immediate-switch fraction of arrivals")
+
+
+def test_fig5_and_switch_fraction_controls_fail():
+    claims = aff._svf_check(svf_rows(), SVF_CFG)
+    fig5 = next(c for c in claims if c.claim.startswith("Fig. 5"))
+    assert fig5.passed and not fig5.control["passed"]
+    assert not aff._fig5_verdict(0.79).passed
+
+
+# ---------------------------------------------------------------------------------------
+# affinity-queue-length and affinity-waiting
+
+LAMS = (0.6, 0.7, 0.8, 0.9)
+PERF_CFG = {"d1": 3, "mu1": 1.0, "mu2": 0.5, "N": 1000}
+
+
+def cf(policy, quantity, lam, value):
+    return {"method": "cf", "policy": policy, "quantity": quantity, "lam": lam, "d1": 3,
+            "value": value}  # fmt: skip
+
+
+def perf_sim_rows(quantities, at_shift=0.0):
+    """CM simulations at N and N/2 on the fixed-point formula (at λ − at_shift), tight CIs."""
+    rows = []
+    for lam in (0.8,):
+        perf = model.performance(lam - at_shift, 0.5, 1.0, 3)
+        for q in quantities:
+            for n in (1000, 500):
+                v = perf["cm_" + q]
+                rows.append(sim(v, 0.01 * v, n, policy="cm", quantity=q, lam=lam, d1=3))
+    return rows
+
+
+def ql_rows(cm_factor=1.1, var_factor=1.9, at_shift=0.0):
+    rows = []
+    for lam in (0.3, *LAMS):  # 0.3 ≤ μ2 is outside the claims' range
+        jsq = lam**2
+        rows += [
+            cf("jsq", "wait_jobs", lam, jsq),
+            cf("cm", "wait_jobs", lam, cm_factor * jsq),
+            cf("ra", "wait_jobs", lam, 5 * jsq),
+            cf("cm", "wait_var", lam, jsq),
+            cf("jsq", "wait_var", lam, var_factor * jsq),
+        ]
+    return rows + perf_sim_rows(("wait_jobs", "wait_var"), at_shift)
+
+
+def test_queue_length_holds():
+    assert_holds(aff._ql_check(ql_rows(), PERF_CFG))
+
+
+def test_queue_length_fails():
+    claims = aff._ql_check(ql_rows(cm_factor=0.9, var_factor=1.0, at_shift=0.02), PERF_CFG)
+    assert failed(claims, "slightly more waiting jobs")
+    assert failed(claims, "almost twice")
+    assert failed(claims, "extrapolated to N → ∞")
+    assert failed(claims, "Finite-N (N = 1000)")
+
+
+def test_queue_length_real_formulas_keep_the_variance_claim_not_reproduced():
+    rows = []
+    for lam in LAMS:
+        perf = model.performance(lam, 0.5, 1.0, 3)
+        for key in aff.PERF_KEYS:
+            policy, quantity = key.split("_", 1)
+            rows.append(cf(policy, quantity, lam, perf[key]))
+    claims = aff._ql_check(rows + perf_sim_rows(("wait_jobs", "wait_var")), PERF_CFG)
+    assert next(c for c in claims if "slightly more" in c.claim).passed
+    assert failed(claims, "almost twice")
+
+
+def wt_rows(wi_factor=0.3, wii_factor=2.0, at_shift=0.0):
+    rows = []
+    for lam in LAMS:
+        wj = lam
+        rows += [
+            cf("jsq", "wait_time", lam, wj),
+            cf("ra", "wait_time", lam, 4 * wj),
+            cf("cm", "wait_time_I", lam, wi_factor * wj),
+            cf("cm", "wait_time_II", lam, wii_factor * wj),
+            cf("cm", "wait_time", lam, 1.5 * wj),
+        ]
+    return rows + perf_sim_rows(("wait_time_I", "wait_time_II", "wait_time"), at_shift)
+
+
+def test_waiting_holds():
+    assert_holds(aff._wt_check(wt_rows(), PERF_CFG))
+
+
+def test_waiting_fails():
+    claims = aff._wt_check(wt_rows(wi_factor=0.7, wii_factor=5.0, at_shift=0.02), PERF_CFG)
+    assert failed(claims, "Type-II jobs wait fairly long")
+    assert failed(claims, "Type-I jobs wait significantly less")
+    assert failed(claims, "wait_time_I: the simulation extrapolated")
+    assert failed(claims, "simulated wait_time_I within")
+
+
+def test_waiting_small_type_i_wait_needs_its_ci_not_an_absolute_tolerance():
+    # W_I ≈ 0.008 at λ = 0.6: a simulation 100% off (0.016, CI ±1%) must fail.
+    v = model.performance(0.6, 0.5, 1.0, 3)["cm_wait_time_I"]
+    rows = [cf("cm", "wait_time_I", 0.6, v), cf("jsq", "wait_time", 0.6, 0.2)]
+    rows += [cf("ra", "wait_time", 0.6, 1.5), cf("cm", "wait_time_II", 0.6, 0.5)]
+    rows += [cf("cm", "wait_time", 0.6, 0.3)]
+    for q, val in (("wait_time_I", 2 * v), ("wait_time_II", 0.5), ("wait_time", 0.336)):
+        for n in (1000, 500):
+            rows.append(sim(val, 0.01 * val, n, policy="cm", quantity=q, lam=0.6, d1=3))
+    claims = aff._wt_check(rows, PERF_CFG)
+    assert failed(claims, "wait_time_I: the simulation extrapolated")
+    assert failed(claims, "simulated wait_time_I within")
+
+
+# ---------------------------------------------------------------------------------------
+# affinity-basin
+
+
+def basin_rows(separated=True, two=True):
+    rows = []
+    for n in range(10):
+        q = n < 4 and two
+        hi, lo = (0.7, 0.1) if separated else (0.1, 0.7)
+        x01, x00 = (hi, lo) if q else (lo, hi)
+        rows.append({"method": "mf", "quantity": "limit", "value": 0.0,
+                     "kind": "queueing" if q else "no-queueing", "x00": x00, "x01": x01,
+                     "x10": 1 - x00 - x01, "distance": 1e-9})  # fmt: skip
+        rows.append({"method": "mf", "quantity": "limit_control", "value": 0.0,
+                     "kind": "queueing", "x00": x00, "x01": x01, "x10": 1 - x00 - x01,
+                     "distance": 1e-9, "d1": 17})  # fmt: skip
+    return rows
+
+
+BASIN_CFG = {"lam": 0.8, "d1": 25, "tol": 1e-3}
+
+
+def test_basin_holds():
+    assert_holds(aff._basin_check(basin_rows(), BASIN_CFG))
+
+
+def test_basin_fails():
+    assert failed(aff._basin_check(basin_rows(two=False), BASIN_CFG), "both basins")
+    assert failed(aff._basin_check(basin_rows(separated=False), BASIN_CFG), "not converging")
+
+
+# ---------------------------------------------------------------------------------------
+# affinity-bifurcation
+
+
+def bif_rows(ds=18, d1_max=30, break_at=None):
+    rows = [{"method": "cf", "quantity": "dstar", "value": ds, "axis": "d1"}]
+    for d1 in range(1, d1_max + 1):
+        pts = [("queueing", True)]
+        if d1 >= ds:
+            pts += [("no-queueing", d1 != break_at), ("no-queueing", False)]
+        for kind, stable in pts:
+            rows.append({"method": "mf", "quantity": "u", "value": 0.1, "axis": "d1", "d1": d1,
+                         "kind": kind, "stable": stable, "max_real_eig": -0.1 if stable else 0.5,
+                         })  # fmt: skip
+    return rows
+
+
+BIF_CFG = {"lam": 0.8, "d1": 25, "d1_max": 30}
+
+
+def test_bifurcation_holds():
+    assert_holds(aff._bif_check(bif_rows(), BIF_CFG))
+
+
+def test_bifurcation_fails():
+    claims = aff._bif_check(bif_rows(break_at=25), BIF_CFG)
+    assert failed(claims, "three for d1 ≥ d1*")
+    assert failed(claims, "d1 = 25: two locally stable")
+
+
+# ---------------------------------------------------------------------------------------
+# affinity-tunneling
+
+TUN_CFG = {"lam": 0.8, "d1": 25, "low": 0.1, "high": 0.7, "horizon": 5000, "mu1": 1.0,
+           "mu2": 0.5}  # fmt: skip
+
+
+def tun_rows(grow=True, switches=40):
+    sign = 1 if grow else -1
+    rows = []
+    for i, N in enumerate((150, 250, 400)):
+        m = 1000 + sign * 800 * i
+        rows.append(sim(m, 150, N, batches=12, quantity="exit_time", censored=0, reps=12,
+                        cap=1e5))  # fmt: skip
+    for i, N in enumerate((125, 150, 200)):
+        m = 10000 + sign * 4000 * i
+        rows.append(sim(m, 1500, N, batches=12, quantity="queueing_exit_time", censored=2,
+                        reps=12, cap=5e4))  # fmt: skip
+    for i, N in enumerate((60, 80)):
+        for state in ("queueing", "no-queueing"):
+            m = 100 + sign * 60 * i
+            rows.append(sim(m, 15, N, batches=0, quantity="residence", state=state, count=30,
+                            switches=switches if N == 60 else 20))  # fmt: skip
+    return rows
+
+
+def test_tunneling_holds():
+    assert_holds(aff._tun_check(tun_rows(), TUN_CFG))
+
+
+def test_tunneling_fails_when_residences_shrink_or_nothing_switches():
+    claims = aff._tun_check(tun_rows(grow=False, switches=1), TUN_CFG)
+    assert failed(claims, "no-queueing state increases with N (d1/N")
+    assert failed(claims, "queueing state increases with N (d1/N")
+    assert failed(claims, "mean residence near the queueing")
+    assert failed(claims, "switches between")
+
+
+def test_tunneling_judges_only_small_d1_over_n():
+    rows = tun_rows()
+    # An exit time at N = 100 (d1/N = 0.25 > 0.2) that breaks the trend is not part of the claim.
+    rows.append(sim(9e4, 10, 100, batches=12, quantity="exit_time", censored=0, reps=12, cap=1e5))
+    claim = next(c for c in aff._tun_check(rows, TUN_CFG) if "no-queueing state" in c.claim)
+    assert claim.passed and "100:" not in claim.details
+
+
+def test_tunneling_without_two_usable_n_fails_not_passes():
+    rows = [r for r in tun_rows() if r["quantity"] != "exit_time" or r["N"] == 150]
+    claim = next(c for c in aff._tun_check(rows, TUN_CFG) if "no-queueing state" in c.claim)
+    assert not claim.passed
+
+
+@pytest.mark.parametrize(
+    "check",
+    ["_table1_check", "_steps_check", "_dstar_check", "_traj_check", "_svf_check",
+     "_basin_check", "_bif_check", "_ql_check", "_wt_check", "_tun_check"],
+)  # fmt: skip
+def test_every_check_function_is_covered(check):
+    assert callable(getattr(aff, check))
