@@ -106,7 +106,7 @@ CONFIG_CASES = [
     ("general-audit", {"rho": [0.5, 0.5]}, "general-audit.dists, rho"),
     ("general-tail", {"dists": ["exp", "exp"]}, "general-tail.dists"),
     ("hetero-accuracy", {"rho": [0.9, 0.9]}, "hetero-accuracy.rho, N"),
-    ("hetero-stability", {"sim_sides": [0.9, 0.9]}, "hetero-stability.sim_sides"),
+    ("hetero-stability", {"sim_sides": [0.9, 0.9, 1.1]}, "hetero-stability.sim_sides"),
     ("hetero-stability", {"gamma_slow": [0.5, 0.5]}, "hetero-stability.gamma_slow"),
     ("hetero-chaos", {"N": [10, 10]}, "hetero-chaos.N"),
     (
@@ -399,7 +399,7 @@ ACCEPTED = [
     ("hetero-accuracy", {"rho": [0.9, 0.9000001]}, {"H2-scheme1-rho0.9000001-N10"}),
     ("whittle-fcfs", {"p": [0.3, 0.30000001]}, {"p0.3", "p0.30000001"}),
     ("affinity-queue-length", {"lam_sim": [0.8, 0.8000001]}, {"sim-lam0.8", "sim-lam0.8000001"}),
-    ("hetero-stability", {"sim_sides": [0.9, 0.90000001]}, set()),
+    ("hetero-stability", {"sim_sides": [0.9, 0.90000001, 1.1]}, set()),
 ]
 
 
