@@ -137,3 +137,10 @@ def test_claim_status_and_controls():
 def test_close_relative():
     assert close(100.0, 104.0, 0.05, relative=True).passed
     assert not close(100.0, 106.0, 0.05, relative=True).passed
+
+
+def test_slope_interval_with_known_errors_uses_normal_quantiles():
+    fit = fit_slope([0, 1], [0.0, 1.0], sigma=[0.1, 0.1])
+    lo, hi = fit.interval()
+    assert fit.known_errors
+    assert (hi - lo) / 2 == pytest.approx(1.959964 * fit.se, rel=1e-6)

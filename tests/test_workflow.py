@@ -108,6 +108,10 @@ def test_quick_profile_end_to_end(tmp_path):
                 assert row["N"] is not None and row["seed"] is not None
         for claim in read_checks(paths["checks"]):
             assert set(claim) >= {"claim", "expected", "measured", "tolerance", "passed"}
+            # Every verdict can go the other way: its control, computed in the same run, fails.
+            if claim.get("kind") != "consistency":
+                assert claim.get("control"), (artifact.id, claim["claim"])
+                assert claim["control"]["passed"] is False, (artifact.id, claim)
     report = tmp_path / "report" / "index.html"
     html = report.read_text()
     assert "supermarket-tail" in html and "supermarket-accuracy" in html

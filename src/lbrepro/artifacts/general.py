@@ -4,7 +4,8 @@ The paper's closed form is reproduced as published — θ, Π_k, T_d — and set
 the exact mean field for phase-type service (cavity queue; it agrees with the (n, phase) ODE
 to 1e-8, see tests) and simulation of N FCFS servers for any service distribution.
 
-- ``general-theta-table``: Table 1, θ for Erlang-m of rate 1 (μ = 1/m), m, d = 1..5.
+- ``general-theta-table``: Table 1, θ for Erlang service, m, d = 1..5, under the two readings
+  of the seed's example (A: m phases of rate 1, μ = 1/m; B: the printed formula, μ = 1).
 - ``general-theta-exp``: θ against μ for exponential service, d = 2 and 3.
 - ``general-theta-examples``: θ by quadrature against the closed forms of models.md §C.
 - ``general-sojourn``: E[T] against ρ for Erlang-2, d = 2 — published T_d, exact mean field,
@@ -25,11 +26,19 @@ from typing import Any
 import numpy as np
 
 from lbrepro.artifacts.registry import Artifact, Rows, register
-from lbrepro.core.claims import Claim
+from lbrepro.artifacts.supermarket import (
+    geometric_control,
+    neighbour_load,
+    resolution,
+    tail_levels,
+    tail_shape,
+)
+from lbrepro.core.claims import Claim, close, consistency, make_claim
 from lbrepro.core.errors import ConfigError
 from lbrepro.core.ids import add_point, num
 from lbrepro.core.io import select
-from lbrepro.core.stats import bonferroni_factor
+from lbrepro.core.stats import Estimate
+from lbrepro.core.verdicts import EmptyComparisonError, Verdict, estimate, within
 from lbrepro.models import general as model
 from lbrepro.models import service
 from lbrepro.plotting.style import METHOD_STYLE, color, new_figure
@@ -77,71 +86,132 @@ def _theta_table_points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return {"table": {"m": list(cfg["m"]), "d": list(cfg["d"])}}
 
 
+#: The two readings of the seed's Erlang example (Table 1), see the artifact's reconstructions.
+READINGS = {
+    "A": "m phases of rate 1, μ = 1/m (Ḡ summed to m − 1)",
+    "B": "the seed's formula read literally: μ = 1, Ḡ = e^(−x)·Σ_{k=0..m} x^k/k!",
+}
+
+
+def _reading(m: int, reading: str) -> service.ServiceDist:
+    """Table 1's Erlang distribution for (m, reading).
+
+    Reading A: m phases of rate 1, and θ = ∫(μḠ)^d with μ = 1/m. Reading B: Ḡ summed to m is
+    Erlang-(m+1) of rate 1, and μ = 1 in θ, so θ_B = ∫Ḡ^d = mean^d · θ(dist).
+    """
+    return service.erlang(m if reading == "A" else m + 1, 1.0)
+
+
 def _theta_table_compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
     rows: Rows = []
-    for m in p["m"]:
-        dist = service.erlang(m, 1.0)  # m phases of rate 1: μ = 1/m
-        for d in p["d"]:
-            base = {"m": m, "d": d, "mu": dist.mu, "quantity": "theta"}
-            rows.append(base | {"method": "cf", "how": "quadrature", "value": model.theta(dist, d)})
-            rows.append(
-                base | {"method": "cf", "how": "exact", "value": model.theta_closed_form(dist, d)}
-            )
+    for reading in READINGS:
+        for m in p["m"]:
+            dist = _reading(m, reading)
+            mu = dist.mu if reading == "A" else 1.0
+            scale = 1.0 if reading == "A" else dist.mean  # θ_B = mean^d · θ(dist)
+            for d in p["d"]:
+                base = {"m": m, "d": d, "mu": mu, "reading": reading, "quantity": "theta"}
+                quad = model.theta(dist, d) * scale**d
+                exact = model.theta_closed_form(dist, d) * scale**d
+                rows.append(base | {"method": "cf", "how": "quadrature", "value": quad})
+                rows.append(base | {"method": "cf", "how": "exact", "value": exact})
     return rows
 
 
-def _theta_grid(rows: Rows) -> dict[tuple[int, int], float]:
-    return {(r["m"], r["d"]): r["value"] for r in select(rows, quantity="theta", how="quadrature")}
+def _theta_grid(rows: Rows, reading: str = "A", how: str = "quadrature"):
+    sel = [r for r in select(rows, quantity="theta", how=how) if r.get("reading", "A") == reading]
+    return {(int(r["m"]), int(r["d"])): float(r["value"]) for r in sel}
+
+
+def _monotone(
+    grid: Mapping[tuple[int, int], float], along: str, ds: list[int], ms: list[int]
+) -> Verdict:
+    """θ strictly decreasing in m (at every d in ``ds``) or in d (at every m in ``ms``)."""
+    bad = []
+    if along == "m":
+        pairs = [((m0, d), (m, d)) for d in ds for m0, m in itertools.pairwise(ms)]
+    else:
+        pairs = [((m, d0), (m, d)) for m in ms for d0, d in itertools.pairwise(ds)]
+    if not pairs:
+        raise EmptyComparisonError(f"θ monotone in {along}: no pairs to compare")
+    bad = [b for a, b in pairs if not grid[b] < grid[a]]
+    worst = max(pairs, key=lambda ab: grid[ab[1]] - grid[ab[0]])
+    return Verdict(
+        passed=not bad,
+        measured=f"{len(pairs) - len(bad)}/{len(pairs)} steps decrease",
+        expected=f"θ strictly decreasing in {along}",
+        tolerance="exact (quadrature, 1e-12 relative)",
+        details=(
+            f"largest step θ{worst[0]} = {grid[worst[0]]:.6g} → θ{worst[1]} = "
+            f"{grid[worst[1]]:.6g}" + (f"; not decreasing at (m, d) = {bad}" if bad else "")
+        ),
+    )
+
+
+def _both(va: Verdict, vb: Verdict) -> Verdict:
+    """One verdict over readings A and B."""
+    return Verdict(
+        passed=bool(va.passed and vb.passed),
+        measured=f"A: {va.measured}; B: {vb.measured}",
+        expected=va.expected,
+        tolerance=va.tolerance,
+        details=f"A: {va.details}; B: {vb.details}",
+    )
 
 
 def _theta_table_check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
-    grid = _theta_grid(rows)
     ms, ds = sorted(cfg["m"]), sorted(cfg["d"])
-    dec_m = [
-        (m, d)
-        for d in ds
-        if d >= 2
-        for m0, m in itertools.pairwise(ms)
-        if not grid[m, d] < grid[m0, d]
-    ]
-    dec_d = [(m, d) for m in ms for d0, d in itertools.pairwise(ds) if not grid[m, d] < grid[m, d0]]
-    exact = {(r["m"], r["d"]): r["value"] for r in select(rows, quantity="theta", how="exact")}
-    err = max(abs(grid[k] - exact[k]) / exact[k] for k in grid)
+    a, b = _theta_grid(rows, "A"), _theta_grid(rows, "B")
+    d2 = [d for d in ds if d >= 2]
+    errs = []
+    for reading in READINGS:
+        quad, exact = _theta_grid(rows, reading), _theta_grid(rows, reading, "exact")
+        errs += [abs(quad[k] - exact[k]) / exact[k] for k in quad]
+    if not errs:
+        raise EmptyComparisonError("general-theta-table: no θ values")
+    err = max(errs)
     return [
-        Claim(
-            "Table 1: θ decreases in the number of Erlang phases m (every d ≥ 2)",
-            "strictly decreasing",
-            "decreasing" if not dec_m else f"not decreasing at (m, d) = {dec_m}",
-            "exact",
-            not dec_m,
+        make_claim(
+            "Table 1: θ decreases in the number of Erlang phases m at every d ≥ 2 — holds "
+            f"under reading A ({READINGS['A']})",
+            _monotone(a, "m", d2, ms),
+            control=(
+                f"reading B ({READINGS['B']}): the same test on its θ",
+                _monotone(b, "m", d2, ms),
+            ),
+            details="the paper's claim holds under reading A only; see the reconstruction note",
         ),
-        Claim(
-            "Table 1: θ decreases in d (every m)",
-            "strictly decreasing",
-            "decreasing" if not dec_d else f"not decreasing at (m, d) = {dec_d}",
-            "exact",
-            not dec_d,
+        consistency(
+            "Table 1: θ decreases in d at every m (both readings) — cannot fail: μ ≤ 1 in "
+            "both, so μḠ ≤ 1 and its powers decrease",
+            _both(_monotone(a, "d", ds, ms), _monotone(b, "d", ds, ms)),
+            source="paper",
         ),
-        Claim(
-            "θ by adaptive quadrature equals the exact Erlang value (polynomial expansion)",
-            0.0,
-            float(f"{err:.3g}"),
-            1e-9,
-            err <= 1e-9,
-            details="max relative difference over the table",
-            source="lbrepro",
+        consistency(
+            "θ by adaptive quadrature equals the exact Erlang value (polynomial expansion), "
+            "both readings",
+            close(0.0, float(f"{err:.3g}"), 1e-9),
+            details="max relative difference over both tables",
         ),
     ]
 
 
 def _theta_table_summary(rows: Rows) -> Rows:
-    grid = _theta_grid(rows)
-    ms = sorted({m for m, _ in grid})
-    ds = sorted({d for _, d in grid})
-    return [
-        {"m (phases, rate 1)": m, "μ": f"1/{m}"} | {f"d = {d}": f"{grid[m, d]:.6f}" for d in ds}
-        for m in ms
-    ]
+    out: Rows = []
+    for reading in READINGS:
+        grid = _theta_grid(rows, reading)
+        ms = sorted({m for m, _ in grid})
+        ds = sorted({d for _, d in grid})
+        for m in ms:
+            out.append(
+                {
+                    "reading": f"{reading}: {READINGS[reading]}",
+                    "m": m,
+                    "μ in θ": f"1/{m}" if reading == "A" else "1",
+                }
+                | {f"d = {d}": f"{grid[m, d]:.6f}" for d in ds}
+            )
+    return out
 
 
 register(
@@ -151,9 +221,11 @@ register(
         kind="table",
         title="Table 1: θ for Erlang service",
         caption=(
-            "θ = ∫(μḠ(x))^d dx for Erlang service with m phases of rate 1 (mean m, μ = 1/m), "
-            "computed by adaptive quadrature and checked against the exact value from the "
-            "polynomial expansion of the Erlang survival function."
+            "θ = ∫(μḠ(x))^d dx for the paper's Erlang example under two readings: A — m "
+            "phases of rate 1 (mean m, μ = 1/m); B — the formula as printed, μ = 1 and "
+            "Ḡ(x) = e^(−x)Σ_{k=0..m} x^k/k! (m + 1 phases). Adaptive quadrature, checked "
+            "against the exact value from the polynomial expansion of the Erlang survival "
+            "function. θ decreases in m under A and increases under B."
         ),
         methods=("CF",),
         points=_theta_table_points,
@@ -161,8 +233,15 @@ register(
         check=_theta_table_check,
         summary=_theta_table_summary,
         reconstructions=(
-            "The seed lost Table 1's numbers; the table is recomputed from the definition of θ "
-            "with the parameters artifacts.md gives (m phases of rate 1).",
+            "The seed lost Table 1's numbers; the table is recomputed from the definition of θ.",
+            "[reconstruction] The seed's Erlang example is ambiguous: it sets μ = 1 and writes "
+            "Ḡ(x) = e^(−μx)Σ_{k=0..m}(μx)^k/k! (m + 1 phases), while θ = ∫(μḠ)^d needs μ = "
+            "1/mean. Reading A (used by the other artifacts and by the claim) takes m phases "
+            "of rate 1 and μ = 1/m; reading B takes the formula literally (μ = 1). As measured "
+            "here, θ decreases in m under reading A (θ scales as mean^(1−d)) and increases "
+            'in m under reading B (Ḡ grows with m), so the paper\'s "θ decreases in m" '
+            "holds under reading A only. Summing to m or to m − 1 only shifts m by one; "
+            "the direction is set by the choice of μ.",
         ),
     )
 )
@@ -191,14 +270,17 @@ def _theta_exp_compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
 def _theta_exp_check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
     pub = {(r["d"], r["mu"]): r["value"] for r in select(rows, method="published")}
     quad = {(r["d"], r["mu"]): r["value"] for r in select(rows, how="quadrature")}
+    if not pub:
+        raise EmptyComparisonError("general-theta-exp: no published θ values")
     err = max(abs(quad[k] - pub[k]) / pub[k] for k in pub)
+    # θ = μ^(d−1)/d is the integral ∫(μe^(−μx))^d dx done by hand: quadrature of the same
+    # integral can only confirm it (a formula compared with itself).
     return [
-        Claim(
-            "Exponential service: θ = μ^(d−1)/d (θ = μ/2 for d = 2, μ²/3 for d = 3)",
-            0.0,
-            float(f"{err:.3g}"),
-            1e-9,
-            err <= 1e-9,
+        consistency(
+            "Exponential service: θ = μ^(d−1)/d (θ = μ/2 for d = 2, μ²/3 for d = 3) — the "
+            "defining integral by quadrature equals the published formula",
+            close(0.0, float(f"{err:.3g}"), 1e-9),
+            source="paper",
             details="max relative difference between quadrature and the published formula",
         )
     ]
@@ -284,16 +366,16 @@ def _theta_examples_check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
         quad = {r["d"]: r["value"] for r in select(rows, how="quadrature", dist=spec)}
         err = max(abs(quad[d] - pub[d]) / pub[d] for d in pub)
         claims.append(
-            Claim(
-                f"θ closed form of models.md §C for {service.parse(spec).label} equals the "
-                "quadrature ∫(μḠ)^d",
-                0.0,
-                float(f"{err:.3g}"),
-                1e-8,
-                err <= 1e-8,
+            consistency(
+                f"θ closed form of the paper's example for {service.parse(spec).label} equals "
+                "the quadrature ∫(μḠ)^d (the same integral done by hand)",
+                close(0.0, float(f"{err:.3g}"), 1e-8),
+                source="paper",
                 details=f"max relative difference over d = {sorted(pub)}",
             )
         )
+    if not claims:
+        raise EmptyComparisonError("general-theta-examples: no distribution has a closed form")
     return claims
 
 
@@ -372,8 +454,14 @@ def _sim_rows(sim: Any, seed: np.random.SeedSequence, kmax: int, base: dict[str,
     return rows
 
 
-def _point_rows(p: Mapping[str, Any], seed: np.random.SeedSequence, simulate: bool = True) -> Rows:
-    """CF (published), MF (PH only) and SIM rows of u_k (k ≤ kmax) and E[T] for one point."""
+def _point_rows(
+    p: Mapping[str, Any], seed: np.random.SeedSequence, simulate: bool = True, limit: bool = False
+) -> Rows:
+    """CF (published), MF (PH only) and SIM rows of u_k (k ≤ kmax) and E[T] for one point.
+
+    ``limit``: also simulate N/LIMIT_RATIO servers (rows marked ``role = limit``), for the
+    tests of the N → ∞ claims.
+    """
     spec, rho, d, kmax = p["dist"], p["rho"], p["d"], p["kmax"]
     dist = service.parse(spec)
     lam = rho / dist.mean
@@ -436,7 +524,78 @@ def _point_rows(p: Mapping[str, Any], seed: np.random.SeedSequence, simulate: bo
             batches=p["batches"],
         )
         rows += _sim_rows(sim, seed, kmax, base)
+        if limit:
+            # A second, independent run with N/LIMIT_RATIO servers: with the first it
+            # extrapolates to N → ∞ at the 1/N rate (see _extrapolated).
+            small = np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, 1))
+            sim2 = model.simulate(
+                dist,
+                lam,
+                d,
+                N=max(p["N"] // LIMIT_RATIO, 2),
+                horizon=p["horizon"],
+                warmup=p["warmup"],
+                seed=small,
+                batches=p["batches"],
+            )
+            rows += [
+                r | {"role": "limit"}
+                for r in _sim_rows(sim2, small, kmax, base)
+                if r["method"] == "sim"
+            ]
     return rows
+
+
+#: The second run of a limit test has N / LIMIT_RATIO servers.
+LIMIT_RATIO = 4
+
+
+def _main(rows: Rows) -> Rows:
+    """The rows of the main runs (without the smaller runs of the limit tests)."""
+    return [r for r in rows if r.get("role") != "limit"]
+
+
+def _extrapolated(big: Estimate, small: Estimate) -> Estimate:
+    """Richardson extrapolation to N → ∞ of two runs at N1 > N2, assuming E_N = L + c/N.
+
+    L = (N1·E1 − N2·E2)/(N1 − N2); the runs are independent, so the half-widths add in
+    quadrature with the same weights. The O(1/N²) remainder is not granted.
+    """
+    n1, n2 = float(big.N), float(small.N)
+    w1, w2 = n1 / (n1 - n2), n2 / (n1 - n2)
+    mean = w1 * big.mean - w2 * small.mean
+    half = math.hypot(w1 * big.half_width, w2 * small.half_width)
+    batches = min(b for b in (big.batches, small.batches) if b) if big.batches else 0
+    return Estimate(mean, mean - half, mean + half, half, batches)
+
+
+def _sim_estimates(
+    rows: Rows, spec: str, rho: float, d: int, items: list[tuple[str, int | None]], limit: bool
+) -> tuple[list[Estimate], list[float]]:
+    """Simulated (quantity, k) of one point as estimates, and each one's resolution allowance.
+
+    ``limit``: the N → ∞ extrapolation of the main and the small run; else the main run. A
+    fraction u_k gets the allowance of :func:`resolution` (of the smaller run when
+    extrapolating); a mean sojourn time none.
+    """
+    key = {"dist": spec, "rho": rho, "d": d}
+    out, allow = [], []
+    for q, k in items:
+        sel = select(rows, method="sim", quantity=q, **key)
+        if k is not None:
+            sel = [r for r in sel if r.get("k") == k]
+        main = [r for r in sel if r.get("role") != "limit"]
+        small = [r for r in sel if r.get("role") == "limit"]
+        if not main or (limit and not small):
+            raise EmptyComparisonError(f"no simulation of {q} k={k} at {key} (limit={limit})")
+        row = small[0] if limit else main[0]
+        e = estimate(main[0])
+        if limit:
+            e = _extrapolated(e, estimate(small[0]))
+        res = resolution(int(row["N"]), float(row["measured_time"])) if q == "u" else 0.0
+        out.append(e)
+        allow.append(res)
+    return out, allow
 
 
 def _value(rows: Rows, method: str, quantity: str, k: int | None = None, **key: Any):
@@ -470,59 +629,131 @@ def _sojourn_points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return points
 
 
+Item = tuple[str, int | None]  # (quantity, level k or None)
+
+
+def _item_label(item: Item, rho: float) -> str:
+    k = item[1]
+    return f"{'E[T]' if k is None else f'u_{k}'} at ρ={rho:g}"
+
+
+def _table_ref(rows: Rows, method: str, spec: str, rho: float, d: int, item: Item) -> float | None:
+    row = _value(_main(rows), method, item[0], item[1], dist=spec, rho=rho, d=d)
+    return None if row is None else _num(row["value"])
+
+
+def _model_ref(method: str, spec: str, rho: float, d: int, items: list[Item]) -> list[float]:
+    """The published form (cf) or the exact PH mean field (mf) at load ρ, recomputed."""
+    dist = service.parse(spec)
+    lam = rho / dist.mean
+    if method == "cf":
+        kmax = max((k for _, k in items if k is not None), default=1)
+        u = model.published_tail(dist, lam, d, kmax=kmax, tol=0.0)
+        t = model.published_sojourn(dist, lam, d)
+    else:
+        mf = model.cavity_fixed_point(dist, lam, d)
+        u, t = mf.u, mf.mean_sojourn(lam)
+    return [t if k is None else (float(u[k]) if k < len(u) else 0.0) for _, k in items]
+
+
+def _against(
+    rows: Rows,
+    spec: str,
+    rhos: list[float],
+    d: int,
+    items: list[Item],
+    method: str,
+    limit: bool,
+) -> tuple[Verdict, Verdict]:
+    """Simulation (N → ∞ extrapolation if ``limit``) against a method, and its control.
+
+    The statistic is :func:`within` over every (ρ, item) together, with the resolution
+    allowance of :func:`resolution`; the control replaces the method by the same method at the
+    neighbouring load (:func:`neighbour_load`), which the statistic must reject.
+    """
+    est, allow, refs, alt, labels = [], [], [], [], []
+    for rho in rhos:
+        e, a = _sim_estimates(rows, spec, rho, d, items, limit)
+        est += e
+        allow += a
+        refs += [_table_ref(rows, method, spec, rho, d, it) for it in items]
+        alt += _model_ref(method, spec, neighbour_load(rho), d, items)
+        labels += [_item_label(it, rho) for it in items]
+    if any(r is None for r in refs):
+        raise EmptyComparisonError(f"{spec}: no {method} rows to compare with")
+    return (
+        within(est, refs, allowance=allow, labels=labels),
+        within(est, alt, allowance=allow, labels=labels),
+    )
+
+
+_LIMIT_NOTE = (
+    f"N → ∞ estimated from runs at N and N/{LIMIT_RATIO} by Richardson extrapolation at the "
+    "1/N rate"
+)
+
+
+_LIMIT_RULE = (
+    "Limit rule (ours): the paper's formulas are N → ∞ statements, while a simulation "
+    "at N sits O(1/N) away. Each point is also simulated with N/4 servers (an "
+    "independent stream) and the two runs are extrapolated to N → ∞ at the 1/N rate "
+    "(Richardson: (4·E_N − E_(N/4))/3, CI in quadrature); the published form and the "
+    "exact mean field are judged against that limit, inside its Bonferroni-widened 95% "
+    "CI plus the resolution 1/(N·T) of a time-averaged fraction. The comparison at the "
+    "fixed N is kept as a labelled finite-N finding. Controls: the same reference at "
+    "the neighbouring load ρ − 0.02."
+)
+
+
+def _neighbours(rhos: list[float]) -> str:
+    return ", ".join(f"{neighbour_load(r):g}" for r in rhos)
+
+
 def _sojourn_check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
     claims: list[Claim] = []
-    d = cfg["d"]
+    d, N, rhos = cfg["d"], cfg["N"], list(cfg["rho"])
+    items: list[Item] = [("mean_sojourn", None)]
     for spec in cfg["dists"]:
-        label = service.parse(spec).label
-        worst_cf, worst_mf, ratios = (0.0, None), (0.0, None), []
-        n = len(cfg["rho"])
-        for rho in cfg["rho"]:
-            key = {"dist": spec, "rho": rho, "d": d}
-            sim = _value(rows, "sim", "mean_sojourn", **key)
-            cf = _num(_value(rows, "cf", "mean_sojourn", **key)["value"])
-            rel = abs(cf - sim["value"]) / sim["value"]
-            if rel >= worst_cf[0]:
-                worst_cf = (rel, rho)
-            mf = _value(rows, "mf", "mean_sojourn", **key)
-            if mf is not None:
-                half = (
-                    (sim["ci_high"] - sim["ci_low"]) / 2 * bonferroni_factor(int(sim["batches"]), n)
-                )
-                # Finite-N bias of the mean field is O(1/N): allow 1/N relative on top.
-                ratio = abs(sim["value"] - mf["value"]) / (half + sim["value"] / sim["N"])
-                ratios.append(ratio)
-                rel_mf = abs(mf["value"] - sim["value"]) / sim["value"]
-                if rel_mf >= worst_mf[0]:
-                    worst_mf = (rel_mf, rho)
+        dist = service.parse(spec)
+        label = dist.label
+        claim, ctrl = _against(rows, spec, rhos, d, items, "cf", limit=True)
         claims.append(
-            Claim(
-                f"{label}, d = {d}: the published sojourn time T_d matches simulation "
-                f"(N = {cfg['N']}) within 5% at every ρ",
-                "|T_d − sim| / sim ≤ 0.05",
-                round(worst_cf[0], 4),
-                0.05,
-                worst_cf[0] <= 0.05,
-                details=f"largest relative error at ρ = {worst_cf[1]}",
+            make_claim(
+                f"{label}, d = {d}: the published sojourn time T_d is the N → ∞ mean sojourn "
+                "time at every ρ",
+                claim,
+                control=(f"the published T_d at the neighbouring loads {_neighbours(rhos)}", ctrl),
+                details=_LIMIT_NOTE,
             )
         )
-        if ratios:
-            claims.append(
-                Claim(
-                    f"{label}, d = {d}: the exact PH mean-field E[T] lies within the simulation "
-                    "CI at every ρ",
-                    "|sim − mf| / (CI half-width + sim/N) ≤ 1",
-                    round(max(ratios), 3),
-                    "Bonferroni-widened 95% CI plus a 1/N finite-size allowance",
-                    max(ratios) <= 1.0,
-                    details=f"largest relative gap {worst_mf[0]:.2e} at ρ = {worst_mf[1]}",
-                    source="lbrepro",
-                )
+        if not dist.is_phase_type:
+            continue
+        claim, ctrl = _against(rows, spec, rhos, d, items, "mf", limit=True)
+        claims.append(
+            make_claim(
+                f"{label}, d = {d}: the exact PH mean-field E[T] is the N → ∞ mean sojourn time "
+                "at every ρ",
+                claim,
+                control=(f"the mean field at the neighbouring loads {_neighbours(rhos)}", ctrl),
+                source="lbrepro",
+                details=_LIMIT_NOTE,
             )
+        )
+        claim, ctrl = _against(rows, spec, rhos, d, items, "mf", limit=False)
+        claims.append(
+            make_claim(
+                f"{label}, d = {d}: finite-N finding — at N = {N} the simulated E[T] lies within "
+                "its CI of the exact PH mean field at every ρ (no 1/N allowance)",
+                claim,
+                control=(f"the mean field at the neighbouring loads {_neighbours(rhos)}", ctrl),
+                source="lbrepro",
+            )
+        )
     return claims
 
 
 def _sojourn_plot(rows: Rows, cfg: Mapping[str, Any]):
+    rows = _main(rows)
     fig, axes = new_figure(1, 2, width=8.5, height=3.5)
     ax, ax_err = axes[0]
     d = cfg["d"]
@@ -576,6 +807,7 @@ def _sojourn_plot(rows: Rows, cfg: Mapping[str, Any]):
 
 
 def _sojourn_summary(rows: Rows) -> Rows:
+    rows = _main(rows)
     out: Rows = []
     for s in select(rows, method="sim", quantity="mean_sojourn"):
         key = {"dist": s["dist"], "rho": s["rho"], "d": s["d"]}
@@ -608,7 +840,7 @@ register(
         ),
         methods=("CF", "MF", "SIM"),
         points=_sojourn_points,
-        compute=lambda p, seed: _point_rows(p, seed),
+        compute=lambda p, seed: _point_rows(p, seed, limit=True),
         check=_sojourn_check,
         plot=_sojourn_plot,
         summary=_sojourn_summary,
@@ -619,6 +851,7 @@ register(
             "T_d = Σ_k (Π_{k−1}^d − Π_k^d)[1/μ + 1{k≥2}(E[X_R] + (k−2)/μ)] is models.md's "
             "reconstruction of how the paper builds its sojourn time (the seed lost the "
             "equation).",
+            _LIMIT_RULE,
             _PAPER_PH_NOTE,
         ),
     )
@@ -647,24 +880,12 @@ def _power_tail(dist: service.ServiceDist) -> float:
     return dist.params["alpha"] if dist.family == "lomax" else math.inf
 
 
-def _doubly_exponential_test(rows: Rows, spec: str, rho: float, d: int) -> dict[str, Any]:
-    """Measure the tail shape in simulation at the deepest resolved levels.
-
-    Doubly exponential decay makes u_{k+1}/u_k fall to 0 (log(−log u_k) grows by log d per
-    level); a power law keeps u_{k+1}/u_k → 1. We fit the slope of log(−log u_k) over the
-    deepest ≤ 3 levels held on average by ≥ 10 servers with u_k ≤ 0.95.
-    """
-    sim = {r["k"]: r for r in select(rows, method="sim", quantity="u", dist=spec, rho=rho, d=d)}
-    floor = 10.0 / sim[1]["N"]
-    levels = [k for k in sorted(sim) if k >= 1 and floor <= sim[k]["value"] <= 0.95][-3:]
-    out: dict[str, Any] = {"levels": levels, "slope": math.nan, "ratio": math.nan}
-    if len(levels) >= 2:
-        y = [math.log(-math.log(sim[k]["value"])) for k in levels]
-        out["slope"] = float(np.polyfit(levels, y, 1)[0])
-        out["ratio"] = sim[levels[-1]]["value"] / sim[levels[-2]]["value"]
-    longest = select(rows, method="path", quantity="max_queue", dist=spec, rho=rho, d=d)
-    out["deepest"] = int(longest[0]["value"]) if longest else max(sim)
-    return out
+def _sim_tail(rows: Rows, spec: str, rho: float, d: int) -> tuple[dict[int, Estimate], int]:
+    """The main run's simulated u_k of one distribution as estimates, and its N."""
+    sel = select(_main(rows), method="sim", quantity="u", dist=spec, rho=rho, d=d)
+    if not sel:
+        raise EmptyComparisonError(f"general-tail: no simulated u_k for {spec}")
+    return {int(r["k"]): estimate(r) for r in sel}, int(sel[0]["N"])
 
 
 def _tail_check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
@@ -674,65 +895,82 @@ def _tail_check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
     for spec in cfg["dists"]:
         dist = service.parse(spec)
         beta = _power_tail(dist)
-        shape = _doubly_exponential_test(rows, spec, rho, d)
-        slope = shape["slope"]
-        # The published Π_k has log(−log Π_k) slope → log d; demand at least half of it.
-        doubly = math.isfinite(slope) and slope >= 0.5 * math.log(d)
-        if dist.family == "lomax":
-            theory = "doubly exponential" if beta > beta_star else "power law"
-            claims.append(
-                Claim(
-                    f"“Doubly exponential even for heavy tails”: Lomax α = {beta:g} "
-                    f"(Ḡ ~ x^−{beta:g}), d = {d}, ρ = {rho:g} — simulated u_k decay doubly "
-                    "exponentially",
-                    f"slope of log(−log u_k) ≥ ½·log d = {0.5 * math.log(d):.3f}",
-                    round(slope, 3) if math.isfinite(slope) else "too few levels",
-                    "fit over the deepest ≤3 levels held by ≥ 10 servers",
-                    doubly,
-                    details=(
-                        f"levels {shape['levels']}, u_(k+1)/u_k = {shape['ratio']:.3f} at the "
-                        f"deepest; Bramson–Lu–Prabhakar: β = {beta:g} "
-                        f"{'>' if beta > beta_star else '<'} d/(d−1) = {beta_star:g} ⇒ {theory}; "
-                        f"longest queue seen: {shape['deepest']} jobs"
-                    ),
-                )
-            )
-        # Equilibrium diagnostic: u_1 = ρ exactly in equilibrium (work conservation), so a
-        # simulated u_1 off ρ flags a warm-up too short for the service tail (heavy tails
-        # relax like ∫_t^∞ Ḡ, i.e. t^{1−β}).
-        u1 = _value(rows, "sim", "u", 1, dist=spec, rho=rho, d=d)
-        half1 = (u1["ci_high"] - u1["ci_low"]) / 2
+        u, N = _sim_tail(rows, spec, rho, d)
+        theory = "doubly exponential" if beta > beta_star else "power law"
+        longest = select(rows, method="path", quantity="max_queue", dist=spec, rho=rho, d=d)
+        deepest = int(longest[0]["value"]) if longest else max(u)
+        blp = (
+            f"Bramson–Lu–Prabhakar: Ḡ ~ x^−{beta:g}, β {'>' if beta > beta_star else '<'} "
+            f"d/(d−1) = {beta_star:g} ⇒ {theory}"
+            if math.isfinite(beta)
+            else "light-tailed service: doubly exponential expected"
+        )
         claims.append(
-            Claim(
-                f"{dist.label}: the simulation is in equilibrium — time-average busy fraction "
-                "u_1 equals ρ",
-                rho,
-                round(u1["value"], 5),
-                f"2 CI half-widths = {2 * half1:.1e}",
-                abs(u1["value"] - rho) <= 2 * half1,
-                source="lbrepro",
+            make_claim(
+                "“Doubly exponential even for heavy tails” (the paper: for every service law "
+                "of finite mean): "
+                f"{dist.label}, d = {d}, ρ = {rho:g} — simulated u_k decay doubly "
+                f"exponentially — log(−log u_k) rises significantly faster than for a geometric "
+                f"tail (N = {N})",
+                tail_shape(u, d, N, base=False),
+                control=(
+                    f"the geometric tail ρ^k (d = 1) at ρ = {rho:g}, with the claim's relative CI",
+                    tail_shape(geometric_control(rho, u, N), d, N, base=False),
+                ),
+                details=f"{blp}; longest queue seen: {deepest} jobs",
             )
         )
-        # Published closed form against simulation at k = 2, 3 (expected to fail).
-        errs = []
-        for k in (2, 3):
-            s = _value(rows, "sim", "u", k, dist=spec, rho=rho, d=d)
-            c = _value(rows, "cf", "u", k, dist=spec, rho=rho, d=d)
-            errs.append(abs(c["value"] - s["value"]) / s["value"] if s["value"] > 0 else math.inf)
+        geo = geometric_control(rho, u, N)
         claims.append(
-            Claim(
-                f"{dist.label}, d = {d}, ρ = {rho:g}: the published Π_2, Π_3 match simulation "
-                "within 5%",
-                "relative error ≤ 0.05",
-                f"u_2: {errs[0]:.3f}, u_3: {errs[1]:.3f}",
-                0.05,
-                max(errs) <= 0.05,
+            make_claim(
+                f"{dist.label}, d = {d}, ρ = {rho:g}: the published Π_k's rate — log(−log u_k) "
+                f"rises with slope log d = {math.log(d):.3f}, as Π_k = ρ^((d^k−1)/(d−1))·"
+                f"θ^((d^(k−1)−1)/(d−1)) predicts for every service law (simulation, N = {N})",
+                tail_shape(u, d, N),
+                control=(
+                    f"the geometric tail ρ^k (d = 1) at ρ = {rho:g}, with the claim's relative CI",
+                    tail_shape(geo, d, N),
+                ),
+                details=f"{blp}; the doubly exponential regime of a power-law tail need not "
+                "have base d",
+            )
+        )
+        # Work conservation: u_1 = ρ in equilibrium whatever the policy, so this cannot fail
+        # in a stationary run; a failure flags a warm-up too short for the service tail (heavy
+        # tails relax like ∫_t^∞ Ḡ, i.e. t^{1−β}).
+        claims.append(
+            consistency(
+                f"{dist.label}: the simulation is in equilibrium — time-average busy fraction "
+                "u_1 equals ρ (work conservation)",
+                within([u[1]], [rho], allowance=resolution(N, _measured_time(rows, spec))),
+            )
+        )
+        est, allow = _sim_estimates(rows, spec, rho, d, [("u", 2), ("u", 3)], limit=False)
+        refs = [_table_ref(rows, "cf", spec, rho, d, ("u", k)) for k in (2, 3)]
+        alt = _model_ref("cf", spec, neighbour_load(rho), d, [("u", 2), ("u", 3)])
+        labels = ["u_2", "u_3"]
+        claims.append(
+            make_claim(
+                f"{dist.label}, d = {d}, ρ = {rho:g}: finite-N finding — at N = {N} the "
+                "simulated u_2, u_3 lie within their CI of the published Π_2, Π_3",
+                within(est, refs, allowance=allow, labels=labels),
+                control=(
+                    f"the published Π_2, Π_3 at the neighbouring load {neighbour_load(rho):g}",
+                    within(est, alt, allowance=allow, labels=labels),
+                ),
+                source="lbrepro",
+                details="the N → ∞ test of the published form is general-audit's",
             )
         )
     return claims
 
 
+def _measured_time(rows: Rows, spec: str) -> float:
+    return float(select(_main(rows), method="sim", quantity="u", dist=spec)[0]["measured_time"])
+
+
 def _tail_plot(rows: Rows, cfg: Mapping[str, Any]):
+    rows = _main(rows)
     rho, d = cfg["rho"], cfg["d"]
     fig, axes = new_figure(1, 2, width=9.0, height=3.8)
     ax, ax_ll = axes[0]
@@ -806,10 +1044,14 @@ def _tail_plot(rows: Rows, cfg: Mapping[str, Any]):
 
 
 def _tail_summary(rows: Rows) -> Rows:
+    rows = _main(rows)
     out: Rows = []
     for s in select(rows, method="path", quantity="max_queue"):
         key = {"dist": s["dist"], "rho": s["rho"], "d": s["d"]}
-        shape = _doubly_exponential_test(rows, s["dist"], s["rho"], s["d"])
+        u_est, N = _sim_tail(rows, s["dist"], s["rho"], s["d"])
+        shape = (
+            tail_shape(u_est, s["d"], N, base=False) if len(tail_levels(u_est, N)) >= 2 else None
+        )
         u = {r["k"]: r for r in select(rows, method="sim", quantity="u", **key)}
         cf = {r["k"]: r["value"] for r in select(rows, method="cf", quantity="u", **key)}
         out.append(
@@ -820,7 +1062,7 @@ def _tail_summary(rows: Rows) -> Rows:
                 "published Π_2": f"{cf[2]:.4g}",
                 "sim u_4": f"{u[4]['value']:.3g}" if 4 in u else "—",
                 "published Π_4": f"{cf.get(4, 0.0):.3g}",
-                "log(−log u_k) slope": f"{shape['slope']:.3f}",
+                "log(−log u_k) slope": "—" if shape is None else f"{shape.measured:.3f}",
                 "largest queue": int(s["value"]),
                 "events": f"{s['events']:.3g}",
             }
@@ -851,11 +1093,19 @@ register(
         reconstructions=(
             "Heavy-tailed service (Lomax α = 1.5 has infinite variance) makes batch means "
             "correlated over long stretches: the horizon is set long (see config) and the CI "
-            "comes from batch means over it; the doubly-exponential verdict uses the slope of "
-            "log(−log u_k) over the deepest levels held by ≥ 10 servers on average.",
+            "comes from batch means over it.",
+            "Doubly exponential verdict (ours): the slope of log(−log u_k), fitted by weighted "
+            "least squares over the deepest 3 levels held by ≥ 10 servers on average, must "
+            "have its 95% interval wholly above the slope a geometric tail ρ^k has at the same "
+            "levels (log k against k). The control applies the same statistic to the "
+            "geometric tail ρ^k at the same load with the claim's relative CI. The published "
+            "Π_k's own rate, slope → log d, is a separate claim (the same fit's 95% interval "
+            "must also reach log d): Bramson, Lu & Prabhakar's doubly exponential regime for "
+            "power-law tails need not have base d.",
             "Runs start empty. With Ḡ(x) ~ x^−β the busy fraction relaxes to ρ only like "
             "t^(1−β) (t^−0.5 for Lomax α = 1.5), so a check that the simulated u_1 equals ρ is "
-            "reported for every distribution as an equilibrium diagnostic.",
+            "reported for every distribution as an equilibrium diagnostic (a consistency check: "
+            "work conservation).",
             _PAPER_PH_NOTE,
         ),
     )
@@ -881,80 +1131,85 @@ def _audit_points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return points
 
 
+_AUDIT_ITEMS: list[Item] = [("u", 2), ("u", 3), ("mean_sojourn", None)]
+
+
 def _audit_table(rows: Rows) -> list[dict[str, Any]]:
+    """Per (distribution, ρ, quantity): simulation at N, its N → ∞ extrapolation, CF, MF."""
     out = []
-    for s in select(rows, method="sim", quantity="mean_sojourn"):
-        key = {"dist": s["dist"], "rho": s["rho"], "d": s["d"]}
-        for q, k in (("u", 2), ("u", 3), ("mean_sojourn", None)):
-            sim = s if k is None else _value(rows, "sim", q, k, **key)
-            cf = _value(rows, "cf", q, k, **key)
-            mf = _value(rows, "mf", q, k, **key)
-            half = (sim["ci_high"] - sim["ci_low"]) / 2
-            cfv = _num(cf["value"])
-            rel_cf = (cfv - sim["value"]) / sim["value"] if sim["value"] > 0 else math.inf
-            rel_mf = (mf["value"] - sim["value"]) / sim["value"] if mf else None
+    for s in select(_main(rows), method="sim", quantity="mean_sojourn"):
+        spec, rho, d = s["dist"], s["rho"], s["d"]
+        fixed, _ = _sim_estimates(rows, spec, rho, d, _AUDIT_ITEMS, limit=False)
+        has_limit = bool(select(rows, role="limit", dist=spec, rho=rho, d=d))
+        lim = _sim_estimates(rows, spec, rho, d, _AUDIT_ITEMS, limit=True)[0] if has_limit else None
+        for i, item in enumerate(_AUDIT_ITEMS):
+            cf = _table_ref(rows, "cf", spec, rho, d, item)
+            mf = _table_ref(rows, "mf", spec, rho, d, item)
+            e = fixed[i]
+            best = lim[i] if lim else e
             out.append(
-                key
+                {"dist": spec, "rho": rho, "d": d, "label": s["label"]}
                 | {
-                    "label": s["label"],
-                    "quantity": "E[T]" if k is None else f"u_{k}",
-                    "sim": sim["value"],
-                    "half": half,
-                    "cf": cfv,
-                    "mf": mf["value"] if mf else None,
-                    "rel_cf": rel_cf,
-                    "rel_mf": rel_mf,
-                    "cf_ok": abs(cfv - sim["value"]) <= max(2 * half, 0.05 * sim["value"]),
-                    "mf_ok": None
-                    if mf is None
-                    else abs(mf["value"] - sim["value"]) <= 2 * half + sim["value"] / s["N"],
+                    "quantity": "E[T]" if item[1] is None else f"u_{item[1]}",
+                    "sim": e.mean,
+                    "half": e.half_width,
+                    "limit": None if lim is None else lim[i].mean,
+                    "limit_half": None if lim is None else lim[i].half_width,
+                    "cf": cf,
+                    "mf": mf,
+                    "rel_cf": (cf - best.mean) / best.mean if best.mean > 0 else math.inf,
+                    "rel_mf": None if mf is None else (mf - best.mean) / best.mean,
+                    "cf_ok": abs(cf - best.mean) <= best.half_width,
                 }
             )
     return out
 
 
 def _audit_check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
-    table = _audit_table(rows)
     claims: list[Claim] = []
+    d, N, rhos = cfg["d"], cfg["N"], list(cfg["rho"])
     for spec in cfg["dists"]:
-        mine = [t for t in table if t["dist"] == spec]
-        if not mine:
-            continue
-        label = mine[0]["label"]
-        worst = max(mine, key=lambda t: abs(t["rel_cf"]))
-        ok = sum(t["cf_ok"] for t in mine)
+        dist = service.parse(spec)
+        label = dist.label
+        claim, ctrl = _against(rows, spec, rhos, d, _AUDIT_ITEMS, "cf", limit=True)
         claims.append(
-            Claim(
-                f"{label}: the published closed form (Π_2, Π_3, T_d) matches simulation "
-                f"(N = {cfg['N']}) at every ρ",
-                "within 5% or 2 CI half-widths",
-                f"{ok}/{len(mine)} values agree; worst {worst['quantity']} at ρ = "
-                f"{worst['rho']}: {100 * worst['rel_cf']:+.1f}%",
-                "5%",
-                ok == len(mine),
+            make_claim(
+                f"{label}: the published closed form (Π_2, Π_3, T_d) gives the N → ∞ values "
+                "at every ρ",
+                claim,
+                control=(f"the published form at the neighbouring loads {_neighbours(rhos)}", ctrl),
+                details=_LIMIT_NOTE,
             )
         )
-        mf = [t for t in mine if t["mf_ok"] is not None]
-        if mf:
-            worst = max(mf, key=lambda t: abs(t["rel_mf"]))
-            ok = sum(t["mf_ok"] for t in mf)
-            claims.append(
-                Claim(
-                    f"{label}: the exact PH mean field matches simulation at every ρ",
-                    "within 2 CI half-widths + 1/N",
-                    f"{ok}/{len(mf)} values agree; worst {worst['quantity']} at ρ = "
-                    f"{worst['rho']}: {100 * worst['rel_mf']:+.2f}%",
-                    "2 CI half-widths + 1/N (finite-size bias)",
-                    ok == len(mf),
-                    source="lbrepro",
-                )
+        if not dist.is_phase_type:
+            continue
+        claim, ctrl = _against(rows, spec, rhos, d, _AUDIT_ITEMS, "mf", limit=True)
+        claims.append(
+            make_claim(
+                f"{label}: the exact PH mean field gives the N → ∞ u_2, u_3, E[T] at every ρ",
+                claim,
+                control=(f"the mean field at the neighbouring loads {_neighbours(rhos)}", ctrl),
+                source="lbrepro",
+                details=_LIMIT_NOTE,
             )
+        )
+        claim, ctrl = _against(rows, spec, rhos, d, _AUDIT_ITEMS, "mf", limit=False)
+        claims.append(
+            make_claim(
+                f"{label}: finite-N finding — at N = {N} the simulated u_2, u_3, E[T] lie within "
+                "their CI of the exact PH mean field at every ρ (no 1/N allowance)",
+                claim,
+                control=(f"the mean field at the neighbouring loads {_neighbours(rhos)}", ctrl),
+                source="lbrepro",
+            )
+        )
     return claims
 
 
 def _audit_summary(rows: Rows) -> Rows:
     out: Rows = []
     for t in _audit_table(rows):
+        lim = "—" if t["limit"] is None else f"{t['limit']:.4g} ± {t['limit_half']:.1g}"
         out.append(
             {
                 "service": t["label"],
@@ -963,6 +1218,7 @@ def _audit_summary(rows: Rows) -> Rows:
                 "published": f"{t['cf']:.4g}",
                 "exact MF": "—" if t["mf"] is None else f"{t['mf']:.4g}",
                 "simulation ± CI": f"{t['sim']:.4g} ± {t['half']:.1g}",
+                "N → ∞ (extrapolated) ± CI": lim,
                 "published error": f"{100 * t['rel_cf']:+.1f}%",
                 "MF error": "—" if t["rel_mf"] is None else f"{100 * t['rel_mf']:+.2f}%",
                 "verdict": "published holds" if t["cf_ok"] else "published fails",
@@ -988,14 +1244,12 @@ register(
         ),
         methods=("CF", "MF", "SIM"),
         points=_audit_points,
-        compute=lambda p, seed: _point_rows(p, seed),
+        compute=lambda p, seed: _point_rows(p, seed, limit=True),
         check=_audit_check,
         summary=_audit_summary,
         validate=_validate_audit,
         reconstructions=(
-            "Verdict rule (ours): the published value holds if within 5% of simulation or 2 CI "
-            "half-widths; the exact mean field is allowed 2 half-widths plus a 1/N relative "
-            "finite-size bias.",
+            _LIMIT_RULE,
             _PAPER_PH_NOTE,
         ),
     )

@@ -18,14 +18,106 @@ import numpy as np
 from scipy import optimize, stats
 
 from lbrepro.artifacts.registry import Artifact, Rows, register
-from lbrepro.core.claims import Claim
+from lbrepro.core.claims import Claim, make_claim
 from lbrepro.core.errors import ConfigError
 from lbrepro.core.ids import add_point, num
 from lbrepro.core.io import select
-from lbrepro.core.stats import bonferroni_factor
+from lbrepro.core.stats import Estimate
+from lbrepro.core.verdicts import (
+    Z95,
+    EmptyComparisonError,
+    Verdict,
+    better,
+    estimate,
+    fit_slope,
+    within,
+)
 from lbrepro.models import supermarket as model
 from lbrepro.plotting.style import METHOD_STYLE, color, new_figure
 from lbrepro.sim.occupancy import OccupancySimResult
+
+# ---------------------------------------------------------------------------------------
+# Shared claim statistics (also used by the general-service artifacts)
+
+#: The levels of a tail fit: the deepest ``TAIL_LEVELS`` levels held on average by at least
+#: ``TAIL_SERVERS`` servers (u_k ≥ TAIL_SERVERS/N) with u_k ≤ ``TAIL_TOP``. Deeper levels are
+#: held by a handful of servers at a time, where u_k is no longer a mean-field quantity.
+TAIL_LEVELS, TAIL_SERVERS, TAIL_TOP = 3, 10.0, 0.95
+
+
+def resolution(N: int, measured_time: float) -> float:
+    """The one finite-run allowance of every ``within`` check of the supermarket artifacts.
+
+    A time-averaged fraction of N servers over a measured time T moves in steps of 1/(N·T) (one
+    server holding a level for one time unit): a reference below that cannot be told from 0 by
+    the run, so it is granted as the allowance. No other allowance is granted: a reference
+    exact at this N (u_k + V_k/N) gets no finite-N bias, and the N → ∞ closed form compared at
+    fixed N is a labelled finite-N finding, not the paper's claim.
+    """
+    return 1.0 / (float(N) * float(measured_time))
+
+
+def tail_levels(u: Mapping[int, Estimate], N: int) -> list[int]:
+    """The levels a tail-shape fit uses (see ``TAIL_LEVELS``), deepest last."""
+    floor = TAIL_SERVERS / N
+    keep = [
+        k
+        for k in sorted(u)
+        if k >= 1 and floor <= u[k].mean <= TAIL_TOP and u[k].half_width > 0 and u[k].mean < 1
+    ]
+    return keep[-TAIL_LEVELS:]
+
+
+def tail_shape(u: Mapping[int, Estimate], d: int, N: int, *, base: bool = True) -> Verdict:
+    """Is the tail doubly exponential with exponent base d, or no faster than geometric?
+
+    ``log(−log u_k)`` is fitted against k over :func:`tail_levels` by weighted least squares
+    (σ of each point from its CI by the delta method: σ_y = σ_u/(u·|log u|)). For u_k =
+    ρ^((d^k−1)/(d−1)) the local slope exceeds log d at every depth; for a geometric tail ρ^k it
+    is the slope of log k over the same levels, and for a power law it is smaller still. The
+    claim holds when the slope's 95% interval (normal quantile: the σ are known) lies wholly
+    above the geometric slope at those levels — significantly faster than any geometric tail —
+    and, with ``base`` (the closed form's rate), also reaches log d — not significantly below
+    the rate of ρ^((d^k−1)/(d−1)).
+    """
+    levels = tail_levels(u, N)
+    if len(levels) < 2:
+        raise EmptyComparisonError(f"tail shape: fewer than two resolved levels ({levels})")
+    y = [math.log(-math.log(u[k].mean)) for k in levels]
+    sig = [u[k].half_width / Z95 / (u[k].mean * abs(math.log(u[k].mean))) for k in levels]
+    fit = fit_slope(levels, y, sigma=sig)
+    geo = fit_slope(levels, [math.log(k) for k in levels]).slope
+    lo, hi = fit.slope - Z95 * fit.se, fit.slope + Z95 * fit.se
+    target = math.log(d)
+    reach = f"reaches log d = {target:.3f} and " if base else ""
+    return Verdict(
+        passed=bool((hi >= target or not base) and lo > geo),
+        measured=round(fit.slope, 4),
+        expected=f"slope of log(−log u_k): 95% CI {reach}lies above the geometric slope "
+        f"{geo:.3f} at the same levels",
+        tolerance=f"95% CI [{lo:.3f}, {hi:.3f}] (se {fit.se:.2g})",
+        details=f"levels k = {levels}: u = "
+        + ", ".join(f"{u[k].mean:.4g}±{u[k].half_width:.1g}" for k in levels)
+        + ("" if base else f"; log d = {target:.3f} for comparison"),
+    )
+
+
+def geometric_control(
+    rho: float, like: Mapping[int, Estimate], N: int, kmax: int = 400
+) -> dict[int, Estimate]:
+    """The geometric tail ρ^k (d = 1, exponential service) at the same load, as estimates.
+
+    Each level gets the median relative CI half-width of the levels ``like`` fits, so the
+    control is judged with the precision of the claim's own data.
+    """
+    rel = [like[k].half_width / like[k].mean for k in tail_levels(like, N)]
+    r = float(np.median(rel)) if rel else 0.01
+    out = {}
+    for k in range(kmax + 1):
+        v = rho**k
+        out[k] = Estimate(v, v * (1 - r), v * (1 + r), v * r, 20)
+    return out
+
 
 # ---------------------------------------------------------------------------------------
 # supermarket-tail
@@ -129,95 +221,129 @@ def _compute_tail(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
     return rows
 
 
-def _within_ci_claim(rows: Rows, rho: float, d: int, ref: str, source: str, kmax: int = 4) -> Claim:
-    """Simulated u_1..u_kmax against a reference method, judged by the simulation's CI."""
-    sim = {r["k"]: r for r in select(rows, method="sim", quantity="u", rho=rho, d=d)}
-    refv = {r["k"]: r["value"] for r in select(rows, method=ref, quantity="u", rho=rho, d=d)}
-    first = sim[1]
-    # Below 1/(N·T) a time-averaged fraction cannot be resolved: a level the simulation never
-    # reached is not evidence against a reference value that small.
-    floor = 1.0 / (first["N"] * first["measured_time"])
-    widen = bonferroni_factor(int(first["batches"]), kmax)
-    ratios, worst = [], (0, 0.0, 0.0)
-    for k in range(1, kmax + 1):
-        half = (sim[k]["ci_high"] - sim[k]["ci_low"]) / 2
-        diff = abs(sim[k]["value"] - refv[k])
-        ratio = diff / max(widen * half, floor)
-        ratios.append(ratio)
-        if ratio >= max(ratios):
-            worst = (k, sim[k]["value"], refv[k])
-    label = {"cf": "closed form", "rmf": "refined mean field (u_k + V_k/N)"}[ref]
-    return Claim(
-        claim=(
-            f"ρ={rho:g}, d={d}: simulated u_k (N={first['N']}) lie within the 95% CI of the "
-            f"{label} for k ≤ {kmax}"
+def _sim_u(rows: Rows, rho: float, d: int) -> dict[int, Estimate]:
+    """The simulated u_k of one (ρ, d) as estimates with their CIs, by level."""
+    return {r["k"]: estimate(r) for r in select(rows, method="sim", quantity="u", rho=rho, d=d)}
+
+
+def _ref_u(rows: Rows, method: str, rho: float, d: int) -> dict[int, float]:
+    return {
+        r["k"]: float(r["value"]) for r in select(rows, method=method, quantity="u", rho=rho, d=d)
+    }
+
+
+#: Levels compared with a reference (u_1 .. u_KMAX), and the control's load offset.
+KMAX, NEIGHBOUR = 4, 0.02
+
+
+def neighbour_load(rho: float) -> float:
+    """The neighbouring load of a control: ρ − 0.02 (ρ + 0.02 if that is not a load)."""
+    return rho - NEIGHBOUR if rho - NEIGHBOUR > 0 else rho + NEIGHBOUR
+
+
+def _limit_claims(rows: Rows, rho: float, d: int) -> list[Claim]:
+    """The closed form as the N → ∞ limit (paper) and at fixed N (finite-N lbrepro finding).
+
+    The paper's statement is about N → ∞; a simulation at finite N sits O(1/N) away from it,
+    and a long run resolves that offset. So the limit is tested against the closed form plus
+    its 1/N correction V_k/N (refined mean field: exact at this N up to O(1/N²)); the plain
+    closed form at this N is kept as a labelled finite-N finding. Both use :func:`within`
+    with the one allowance of :func:`resolution`, and both controls replace the closed form
+    by the closed form at a neighbouring load, which the same statistic must reject.
+    """
+    sim_rows = {r["k"]: r for r in select(rows, method="sim", quantity="u", rho=rho, d=d)}
+    sim = _sim_u(rows, rho, d)
+    ks = list(range(1, KMAX + 1))
+    first = sim_rows[1]
+    N, T = int(first["N"]), float(first["measured_time"])
+    cf, mf, rmf = (_ref_u(rows, m, rho, d) for m in ("cf", "mf", "rmf"))
+    corr = {k: rmf[k] - mf[k] for k in ks}  # V_k / N
+    rho2 = neighbour_load(rho)
+    alt = model.fixed_point_closed_form(rho2, d)
+    alt_u = {k: float(alt[k]) if k < len(alt) else 0.0 for k in ks}
+    est = [sim[k] for k in ks]
+    labels = [f"u_{k}" for k in ks]
+    allow = resolution(N, T)
+
+    def test(ref: Mapping[int, float], plus: Mapping[int, float] | None = None) -> Verdict:
+        refs = [ref[k] + (plus[k] if plus else 0.0) for k in ks]
+        return within(est, refs, allowance=allow, labels=labels)
+
+    neighbour = f"the closed form at the neighbouring load ρ = {rho2:g}"
+    v_note = "V_k/N = " + ", ".join(f"{corr[k]:+.2e}" for k in ks)
+    return [
+        make_claim(
+            f"ρ = {rho:g}, d = {d}: the closed form ρ^((d^k−1)/(d−1)) is the N → ∞ limit of "
+            f"u_k (k ≤ {KMAX}) — the simulation at N = {N} agrees with it once its 1/N "
+            "correction V_k/N (refined mean field) is added",
+            test(cf, corr),
+            control=(f"{neighbour}, plus the same V_k/N", test(alt_u, corr)),
+            details=v_note,
         ),
-        expected=f"|sim − {ref}| / (CI half-width) ≤ 1",
-        measured=round(max(ratios), 3),
-        tolerance=f"Bonferroni-widened CI (×{widen:.3f}, {kmax} levels), floor 1/(N·T)={floor:.1e}",
-        passed=max(ratios) <= 1.0,
-        details=f"worst level k={worst[0]}: sim {worst[1]:.6g} vs {ref} {worst[2]:.6g}",
-        source=source,
+        make_claim(
+            f"ρ = {rho:g}, d = {d}: finite-N finding — at N = {N} the simulated u_k "
+            f"(k ≤ {KMAX}) lie within the CI of the plain closed form (no 1/N correction)",
+            test(cf),
+            control=(neighbour, test(alt_u)),
+            source="lbrepro",
+            details=f"a failure here is the O(1/N) offset, resolved by a long run: {v_note}",
+        ),
+    ]
+
+
+def _tail_claim(rows: Rows, rho: float, d: int) -> Claim:
+    """Doubly exponential tail (simulation), with the d = 1 geometric tail as its control.
+
+    The claim is about N → ∞, so the simulated u_k are first moved to the limit by removing
+    their 1/N offset V_k/N (refined mean field; V = 0 for d = 1, so the control is unchanged).
+    """
+    N = int(select(rows, method="sim", quantity="u", rho=rho, d=d)[0]["N"])
+    sim = _to_limit(rows, rho, d)
+    geo = _to_limit(rows, rho, 1)
+    if len(tail_levels(geo, N)) >= 2:
+        what = f"the simulated d = 1 tail (geometric, ρ^k) at ρ = {rho:g}, same statistic"
+    else:
+        geo = geometric_control(rho, sim, N)
+        what = f"the geometric tail ρ^k (d = 1) at ρ = {rho:g}, with the claim's relative CI"
+    cf = _ref_u(rows, "cf", rho, d)
+    levels = tail_levels(sim, N)
+    cf_levels = [k for k in levels if 0 < cf.get(k, 0.0) < 1]
+    cf_slope = (
+        fit_slope(cf_levels, [math.log(-math.log(cf[k])) for k in cf_levels]).slope
+        if len(cf_levels) >= 2
+        else math.nan
+    )
+    return make_claim(
+        f"ρ = {rho:g}, d = {d}: the tail decays doubly exponentially — log(−log u_k) grows "
+        f"in k with slope at least log d (simulation at N = {N}, moved to N → ∞ by −V_k/N)",
+        tail_shape(sim, d, N),
+        control=(what, tail_shape(geo, d, N)),
+        details=f"simulated u_k − V_k/N; the closed form's slope over the same levels is "
+        f"{cf_slope:.3f}",
     )
 
 
-def _loglog_slope(
-    u: dict[int, float], lo: float = 1e-6, hi: float = 0.95
-) -> tuple[float, list[int]]:
-    """Least-squares slope of log(−log u_k) over the deepest ≤3 levels with lo ≤ u_k ≤ hi."""
-    levels = [k for k in sorted(u) if k >= 1 and lo <= u[k] <= hi][-3:]
-    if len(levels) < 2:
-        return math.nan, levels
-    y = [math.log(-math.log(u[k])) for k in levels]
-    return float(np.polyfit(levels, y, 1)[0]), levels
-
-
-def _slope_at(u: Mapping[int, float], levels: list[int]) -> float:
-    """Least-squares slope of log(−log u_k) over ``levels`` (NaN if undefined there)."""
-    if len(levels) < 2 or not all(0 < u[k] < 1 for k in levels):
-        return math.nan
-    return float(np.polyfit(levels, [math.log(-math.log(u[k])) for k in levels], 1)[0])
+def _to_limit(rows: Rows, rho: float, d: int) -> dict[int, Estimate]:
+    """Simulated u_k minus their refined-mean-field offset V_k/N: estimates of the limit."""
+    sim = _sim_u(rows, rho, d)
+    if not sim:
+        return {}
+    mf, rmf = _ref_u(rows, "mf", rho, d), _ref_u(rows, "rmf", rho, d)
+    out = {}
+    for k, e in sim.items():
+        c = rmf.get(k, 0.0) - mf.get(k, 0.0)
+        out[k] = Estimate(e.mean - c, e.low - c, e.high - c, e.half_width, e.batches, e.N)
+    return out
 
 
 def _check_tail(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
     claims: list[Claim] = []
     for rho in cfg["rho"]:
         for d in cfg["d"]:
-            claims.append(_within_ci_claim(rows, rho, d, "cf", "paper"))
-            claims.append(_within_ci_claim(rows, rho, d, "rmf", "lbrepro"))
+            claims += _limit_claims(rows, rho, d)
     for rho in cfg["rho"]:
         for d in (d for d in cfg["d"] if d >= 2):
-            sim = {
-                r["k"]: r["value"] for r in select(rows, method="sim", quantity="u", rho=rho, d=d)
-            }
-            cf = {r["k"]: r["value"] for r in select(rows, method="cf", quantity="u", rho=rho, d=d)}
-            # Fit only levels held by ≥ 10 servers on average: deeper levels are held by a few
-            # servers at a time, where the fraction is no longer a mean-field quantity at this N.
-            slope, levels = _loglog_slope(sim, lo=10.0 / cfg["N"])
-            rmf = {
-                r["k"]: r["value"] for r in select(rows, method="rmf", quantity="u", rho=rho, d=d)
-            }
-            cf_slope, rmf_slope = (_slope_at(ref, levels) for ref in (cf, rmf))
-            # log(-log u_k) = log((d^k − 1)/(d − 1)) + log(−log ρ): its slope only tends to log d,
-            # so the tolerance includes the closed form's own departure at these levels.
-            tol = 0.1 + (abs(cf_slope - math.log(d)) if math.isfinite(cf_slope) else 0.0)
-            claims.append(
-                Claim(
-                    claim=(
-                        f"ρ={rho:g}, d={d}: doubly exponential tail — log(−log u_k) grows "
-                        f"linearly in k with slope log d (simulation)"
-                    ),
-                    expected=round(math.log(d), 4),
-                    measured=round(slope, 4) if math.isfinite(slope) else "too few levels",
-                    tolerance=round(tol, 4),
-                    passed=math.isfinite(slope) and abs(slope - math.log(d)) <= tol,
-                    details=(
-                        f"fit over levels k={levels}; over the same levels the closed form's "
-                        f"slope is {cf_slope:.4f} and the refined mean field's (N={cfg['N']}) "
-                        f"{rmf_slope:.4f}"
-                    ),
-                )
-            )
+            claims.append(_tail_claim(rows, rho, d))
     return claims
 
 
@@ -344,6 +470,20 @@ register(
             "Simulations start from the mean-field fixed point rounded to N servers (not empty) "
             "and still discard the warm-up; d servers are sampled with replacement, as in the "
             "mean field.",
+            "Claim rules (ours): the closed form is an N → ∞ statement, so it is judged against "
+            "the simulation at N after adding its 1/N correction V_k/N from the refined mean "
+            "field (u_k + V_k/N is exact at this N up to O(1/N²)); the comparison with the "
+            "plain closed form at this N is a labelled finite-N finding, which a long run "
+            "fails by the resolved O(1/N) offset. Both use the Bonferroni-widened 95% CI over "
+            "u_1..u_4 plus one allowance, the resolution 1/(N·T) of a time-averaged fraction; "
+            "their control is the closed form at the neighbouring load ρ − 0.02.",
+            "Doubly exponential tail (ours): the slope of log(−log u_k), weighted least squares "
+            "over the deepest 3 levels held by ≥ 10 servers on average, must have a 95% "
+            "interval that reaches log d and lies wholly above the slope of a geometric tail "
+            "(log k) at the same levels; the control is the same statistic on d = 1 at the "
+            "same load (the simulated d = 1 run if the sweep has it, else ρ^k). The claim is "
+            "about N → ∞, so the simulated u_k enter the fit minus their refined-mean-field "
+            "offset V_k/N (zero for d = 1).",
         ),
     )
 )
@@ -405,72 +545,148 @@ def _errors(rows: Rows, rho: float, d: int, method: str) -> list[tuple[int, floa
     return out
 
 
-def _error_slope_claim(rows: Rows, rho: float, d: int, method: str, order: int) -> Claim:
-    """Fit error(N) = c·N^(−s) to sim − method over every N, weighted by the simulation CIs.
+def _power_fit(errs: list[tuple[int, float, float]]) -> tuple[float, float, float]:
+    """Weighted fit of error(N) = c·N^(−s) over every N: (c, s, standard error of s).
 
-    A weighted nonlinear fit uses the N whose error is not resolved too (they bound c·N^(−s)
-    from above) instead of dropping them, and gives s a standard error. The claim holds if s
-    is within 0.3 of the expected order — higher-order terms in 1/N bias the exponent at
-    N = 10–50 — widened by two standard errors of the fit.
+    Every N is used, weighted by its simulation CI (σ = half-width/1.96, absolute): an N whose
+    error is not resolved still bounds c·N^(−s). Raises ``RuntimeError`` if the fit fails.
     """
-    errs = _errors(rows, rho, d, method)
     Ns = np.array([N for N, _, _ in errs], dtype=float)
     es = np.array([e for _, e, _ in errs])
     sigma = np.array([h for _, _, h in errs]) / stats.norm.ppf(0.975)
-    name = {"mf": "mean field", "rmf": "refined mean field"}[method]
-    claim = f"ρ={rho:g}, d={d}: the {name} error on E[jobs/server] decays as 1/N^{order}"
-    source = "paper" if method == "mf" else "lbrepro"
-    listing = ", ".join(f"N={N}: {e:+.2e}±{h:.1e}" for N, e, h in errs)
+    if len(errs) < 3:
+        raise EmptyComparisonError(f"error fit: needs three values of N, got {len(errs)}")
     i0 = int(np.argmax(np.abs(es) / sigma))
-    try:
-        (c, s_hat), cov = optimize.curve_fit(
-            lambda n, c, s: c * n ** (-s),
-            Ns,
-            es,
-            p0=(es[i0] * Ns[i0] ** order, order),
-            sigma=sigma,
-            absolute_sigma=True,
-            maxfev=10_000,
-        )
-        se = float(np.sqrt(cov[1, 1]))
-    except (RuntimeError, ValueError) as err:
-        return Claim(
-            claim,
-            -order,
-            f"fit failed: {err}",
-            None,
-            False,
-            details=f"sim − {method} (±95%): {listing}",
-            source=source,
-        )
-    tol = 0.3 + 2 * se
-    return Claim(
-        claim,
-        -order,
-        round(-float(s_hat), 3),
-        round(tol, 3),
-        bool(np.isfinite(se) and abs(s_hat - order) <= tol),
-        details=f"weighted fit c·N^(−s): c={c:.3g}, s={s_hat:.3f}±{se:.3f}; sim − {method} "
-        f"(±95%): {listing}",
-        source=source,
+    (c, s_hat), cov = optimize.curve_fit(
+        lambda n, c, s: c * n ** (-s),
+        Ns,
+        es,
+        p0=(es[i0] * Ns[i0], 1.0),
+        sigma=sigma,
+        absolute_sigma=True,
+        maxfev=10_000,
     )
+    se = float(np.sqrt(cov[1, 1]))
+    if not np.isfinite(se):
+        raise RuntimeError("the exponent's standard error is not finite")
+    return float(c), float(s_hat), se
+
+
+def order_verdict(s: float, se: float, order: int, detail: str = "") -> Verdict:
+    """The error decays as 1/N^order exactly: the fitted exponent s against the integer order.
+
+    An order is an integer, so the rule has no tuned constant: s must be nearer ``order`` than
+    either neighbour (|s − order| ≤ ½) and its 95% interval s ± 1.96·se must exclude both
+    neighbouring orders ``order ± 1``. The control applies the same rule to a wrong order.
+    """
+    lo, hi = s - Z95 * se, s + Z95 * se
+    return Verdict(
+        passed=bool(abs(s - order) <= 0.5 and lo > order - 1 and hi < order + 1),
+        measured=round(s, 3),
+        expected=f"exponent {order}: |s − {order}| ≤ 0.5 and 95% CI inside ({order - 1}, "
+        f"{order + 1})",
+        tolerance=f"95% CI [{lo:.3f}, {hi:.3f}] (se {se:.2g})",
+        details=detail,
+    )
+
+
+def at_least_order_verdict(s: float, se: float, order: int, detail: str = "") -> Verdict:
+    """The error is O(1/N^order): decays at least that fast, and faster than 1/N^(order−1).
+
+    s's 95% interval must reach ``order`` (not significantly slower than 1/N^order) and lie
+    wholly above ``order − 1`` (significantly faster than the next slower order).
+    """
+    lo, hi = s - Z95 * se, s + Z95 * se
+    return Verdict(
+        passed=bool(hi >= order and lo > order - 1),
+        measured=round(s, 3),
+        expected=f"exponent ≥ {order}: 95% CI reaches {order} and lies above {order - 1}",
+        tolerance=f"95% CI [{lo:.3f}, {hi:.3f}] (se {se:.2g})",
+        details=detail,
+    )
+
+
+def _failed(reason: str) -> Verdict:
+    return Verdict(False, reason, "a fitted exponent", None, reason)
+
+
+def _fit(rows: Rows, rho: float, d: int, method: str) -> tuple[float, float, str] | str:
+    """(s, se, description) of the weighted fit of sim − method, or the reason it failed."""
+    try:
+        c, s, se = _power_fit(_errors(rows, rho, d, method))
+    except EmptyComparisonError:
+        raise
+    except (RuntimeError, ValueError) as err:
+        return f"fit failed: {err}"
+    return s, se, f"weighted fit c·N^(−s) to sim − {method}: c = {c:.3g}, s = {s:.3f} ± {se:.3f}"
+
+
+def _listing(rows: Rows, rho: float, d: int, method: str) -> str:
+    errs = _errors(rows, rho, d, method)
+    return f"sim − {method} (±95%): " + ", ".join(f"N={N}: {e:+.2e}±{h:.1e}" for N, e, h in errs)
+
+
+def _error_order_claims(rows: Rows, rho: float, d: int) -> list[Claim]:
+    """MF error Θ(1/N) (control: the wrong order 1/N²) and RMF error O(1/N²) (control: the
+    same rule on the mean-field error, which is only O(1/N))."""
+    mf, rmf = _fit(rows, rho, d, "mf"), _fit(rows, rho, d, "rmf")
+
+    def judge(fit, rule, order):
+        return _failed(fit) if isinstance(fit, str) else rule(fit[0], fit[1], order, fit[2])
+
+    return [
+        make_claim(
+            f"ρ = {rho:g}, d = {d}: the mean field error on E[jobs/server] decays as 1/N",
+            judge(mf, order_verdict, 1),
+            control=(
+                "the same fit judged against the wrong order 1/N²",
+                judge(mf, order_verdict, 2),
+            ),
+            details=_listing(rows, rho, d, "mf"),
+        ),
+        make_claim(
+            f"ρ = {rho:g}, d = {d}: the refined mean field error on E[jobs/server] is O(1/N²) "
+            "(decays at least as fast as 1/N², faster than 1/N)",
+            judge(rmf, at_least_order_verdict, 2),
+            control=(
+                "the same rule applied to the mean-field error (only O(1/N))",
+                judge(mf, at_least_order_verdict, 2),
+            ),
+            source="lbrepro",
+            details=_listing(rows, rho, d, "rmf"),
+        ),
+    ]
+
+
+def _abs_errors(rows: Rows, rho: float, d: int, method: str) -> list[Estimate]:
+    """|sim − method| per N as estimates with the simulation's CI."""
+    return [
+        Estimate(abs(e), abs(e) - h, abs(e) + h, h, _batches(rows, rho, d, N), N)
+        for N, e, h in _errors(rows, rho, d, method)
+    ]
+
+
+def _batches(rows: Rows, rho: float, d: int, N: int) -> int:
+    sim = select(rows, method="sim", quantity="mean_jobs", rho=rho, d=d, N=N)
+    b = sim[0].get("batches") if sim else None
+    return int(b) if b is not None and b == b else 0
 
 
 def _check_accuracy(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
     claims: list[Claim] = []
     for rho, d in cfg["cases"]:
-        claims.append(_error_slope_claim(rows, rho, d, "mf", 1))
-        claims.append(_error_slope_claim(rows, rho, d, "rmf", 2))
-        mf, rmf = _errors(rows, rho, d, "mf"), _errors(rows, rho, d, "rmf")
-        better = [abs(r[1]) <= abs(m[1]) + 2 * m[2] for m, r in zip(mf, rmf, strict=True)]
+        claims += _error_order_claims(rows, rho, d)
+        mf, rmf = _abs_errors(rows, rho, d, "mf"), _abs_errors(rows, rho, d, "rmf")
+        labels = [f"N={e.N}" for e in mf]
         claims.append(
-            Claim(
-                f"ρ={rho:g}, d={d}: the refined mean field is at least as accurate as the mean "
-                "field at every N",
-                "|sim − rmf| ≤ |sim − mf| (+2 CI half-widths)",
-                f"{sum(better)}/{len(better)} values of N",
-                "2 CI half-widths",
-                all(better),
+            make_claim(
+                f"ρ = {rho:g}, d = {d}: the refined mean field is at least as accurate as the "
+                "mean field at every N (|sim − rmf| not significantly above |sim − mf|)",
+                better(rmf, mf, strict=False, labels=labels),
+                control=(
+                    "the mean field at least as accurate as the refined mean field at every N",
+                    better(mf, rmf, strict=False, labels=labels),
+                ),
                 source="lbrepro",
             )
         )
@@ -603,8 +819,15 @@ register(
         validate=_validate_accuracy,
         reconstructions=(
             "Simulation length per point is server_time/N so that every N gets about the same "
-            "number of events; claims fit error slopes only on N whose error exceeds two CI "
-            "half-widths.",
+            "number of events.",
+            "Error orders (ours): error(N) = sim − approximation is fitted as c·N^(−s) by "
+            "weighted nonlinear least squares over every N of the sweep (weights from the "
+            "simulation CIs; an unresolved N still bounds the curve), with the standard error "
+            "of s. Mean field, error ∝ 1/N: s nearer 1 than 0 or 2 and its 95% interval "
+            "excluding 0 and 2 (orders are integers: no tuned tolerance); control: the same "
+            "fit judged against the wrong order 2. Refined mean field, error O(1/N²): the 95% "
+            "interval of s reaches 2 and lies above 1; control: the same rule on the "
+            "mean-field error.",
         ),
     )
 )

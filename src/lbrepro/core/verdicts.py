@@ -256,18 +256,24 @@ def trend(
 
 @dataclass(frozen=True)
 class SlopeFit:
-    """A least-squares line y = intercept + slope·x with the slope's standard error."""
+    """A least-squares line y = intercept + slope·x with the slope's standard error.
+
+    ``known_errors``: the standard error comes from given y errors (normal quantiles), not from
+    the residual scatter (Student t with ``dof`` degrees of freedom).
+    """
 
     slope: float
     se: float
     intercept: float
     dof: int
+    known_errors: bool = False
 
     def interval(self, level: float = 0.95) -> tuple[float, float]:
-        """The slope's two-sided confidence interval (Student t with ``dof`` degrees)."""
-        from scipy.stats import t
+        """The slope's two-sided confidence interval."""
+        from scipy.stats import norm, t
 
-        q = float(t.ppf(0.5 + level / 2, max(self.dof, 1)))
+        p = 0.5 + level / 2
+        q = float(norm.ppf(p)) if self.known_errors else float(t.ppf(p, max(self.dof, 1)))
         return self.slope - q * self.se, self.slope + q * self.se
 
 
@@ -276,9 +282,9 @@ def fit_slope(
 ) -> SlopeFit:
     """Weighted least squares of y on x; ``sigma`` are the y standard errors (absolute).
 
-    With ``sigma`` the slope's standard error is the absolute one (known errors); without it,
-    the residual scatter estimates it (needs ≥ 3 points). Fewer than two distinct x raise
-    :class:`EmptyComparisonError`.
+    With ``sigma`` the slope's standard error is the absolute one (known errors, normal
+    quantiles); without it, the residual scatter estimates it (Student t, needs ≥ 3 points).
+    Fewer than two distinct x raise :class:`EmptyComparisonError`.
     """
     xs = np.asarray(x, dtype=float)
     ys = np.asarray(y, dtype=float)
@@ -297,9 +303,8 @@ def fit_slope(
     intercept = float(ym - slope * xm)
     dof = xs.size - 2
     if sigma is not None:
-        se = float(math.sqrt(1.0 / sxx))
-        dof = max(dof, 1)
-    elif dof >= 1:
+        return SlopeFit(slope, float(math.sqrt(1.0 / sxx)), intercept, dof, known_errors=True)
+    if dof >= 1:
         resid = ys - intercept - slope * xs
         se = float(math.sqrt((w * resid**2).sum() / dof / sxx))
     else:

@@ -1,0 +1,265 @@
+"""The general-service claim checks on synthetic tables: each passes where its claim holds (with
+its control failing) and fails where the claim is false. No simulation."""
+
+from __future__ import annotations
+
+import pytest
+
+from lbrepro.artifacts import general as gen
+from lbrepro.core.claims import CONSISTENCY, Claim
+from lbrepro.core.verdicts import EmptyComparisonError
+from lbrepro.models import general as model
+from lbrepro.models import service
+
+N, T, D = 1000, 10_000.0, 2
+
+
+def assert_controls_fail(claims: list[Claim]) -> None:
+    for c in claims:
+        if c.kind != CONSISTENCY:
+            assert c.control is not None, c.claim
+            assert not c.control["passed"], (c.claim, c.control)
+
+
+def sim_row(base: dict, quantity: str, value: float, n: int, k=None, rel=1e-3, limit=False):
+    h = rel * value + 1e-9
+    row = base | {
+        "method": "sim",
+        "quantity": quantity,
+        "value": value,
+        "ci_low": value - h,
+        "ci_high": value + h,
+        "N": n,
+        "seed": 1,
+        "batches": 20,
+        "measured_time": T,
+    }
+    if k is not None:
+        row["k"] = k
+    if limit:
+        row["role"] = "limit"
+    return row
+
+
+def truth(spec: str, rho: float, which: str, kmax: int = 12):
+    """(u_0..u_kmax, E[T]) of the published form (cf) or the exact mean field (mf)."""
+    dist = service.parse(spec)
+    lam = rho / dist.mean
+    if which == "cf":
+        u = model.published_tail(dist, lam, D, kmax=kmax, tol=0.0)
+        return [float(u[k]) if k < len(u) else 0.0 for k in range(kmax + 1)], float(
+            model.published_sojourn(dist, lam, D)
+        )
+    mf = model.cavity_fixed_point(dist, lam, D)
+    return [float(mf.u[k]) if k < mf.u.size else 0.0 for k in range(kmax + 1)], float(
+        mf.mean_sojourn(lam)
+    )
+
+
+def point_rows(spec: str, rho: float, sim_from: str, bias: float = 0.0, kmax: int = 6):
+    """cf, mf (PH) and sim rows: the simulation follows ``sim_from`` plus bias·value/N.
+
+    The small run (N/4, role = limit) carries four times the bias, so the extrapolation to
+    N → ∞ removes it exactly.
+    """
+    dist = service.parse(spec)
+    base = {"dist": spec, "label": dist.label, "rho": rho, "d": D}
+    rows = []
+    cf_u, cf_t = truth(spec, rho, "cf", kmax)
+    rows += [
+        base | {"method": "cf", "quantity": "u", "k": k, "value": cf_u[k]} for k in range(kmax + 1)
+    ]
+    rows.append(base | {"method": "cf", "quantity": "mean_sojourn", "value": cf_t})
+    if dist.is_phase_type:
+        mf_u, mf_t = truth(spec, rho, "mf", kmax)
+        rows += [
+            base | {"method": "mf", "quantity": "u", "k": k, "value": mf_u[k]}
+            for k in range(kmax + 1)
+        ]
+        rows.append(base | {"method": "mf", "quantity": "mean_sojourn", "value": mf_t})
+    src_u, src_t = truth(spec, rho, sim_from, kmax)
+    for n, limit in ((N, False), (N // gen.LIMIT_RATIO, True)):
+        f = 1 + bias / n
+        rows += [sim_row(base, "u", src_u[k] * f, n, k, limit=limit) for k in range(kmax + 1)]
+        rows.append(sim_row(base, "mean_sojourn", src_t * f, n, limit=limit))
+    return rows  # fmt: skip
+
+
+RHOS = [0.5, 0.8]
+
+
+def sojourn_cfg(spec: str) -> dict:
+    return {"dists": [spec], "rho": RHOS, "d": D, "N": N}
+
+
+def by(claims: list[Claim], text: str) -> Claim:
+    hits = [c for c in claims if text in c.claim]
+    assert len(hits) == 1, [c.claim for c in claims]
+    return hits[0]
+
+
+# ---------------------------------------------------------------------------------------
+# general-sojourn
+
+
+def test_sojourn_mean_field_claims_hold_and_published_fails() -> None:
+    rows = [r for rho in RHOS for r in point_rows("erlang:2", rho, "mf", bias=0.0)]
+    claims = gen._sojourn_check(rows, sojourn_cfg("erlang:2"))
+    assert len(claims) == 3
+    assert by(claims, "exact PH mean-field E[T] is the N → ∞").passed
+    assert by(claims, "finite-N finding").passed
+    assert not by(claims, "published sojourn time").passed
+    assert_controls_fail(claims)
+
+
+def test_sojourn_limit_holds_but_finite_n_finding_fails_with_a_1_over_n_bias() -> None:
+    rows = [r for rho in RHOS for r in point_rows("erlang:2", rho, "mf", bias=20.0)]
+    claims = gen._sojourn_check(rows, sojourn_cfg("erlang:2"))
+    assert by(claims, "exact PH mean-field E[T] is the N → ∞").passed
+    assert not by(claims, "finite-N finding").passed
+
+
+def test_sojourn_published_claim_holds_when_simulation_follows_it() -> None:
+    rows = [r for rho in RHOS for r in point_rows("erlang:2", rho, "cf")]
+    claims = gen._sojourn_check(rows, sojourn_cfg("erlang:2"))
+    pub = by(claims, "published sojourn time")
+    assert pub.passed and not pub.control["passed"]
+    assert not by(claims, "exact PH mean-field E[T] is the N → ∞").passed
+
+
+def test_sojourn_without_the_limit_run_fails_loudly() -> None:
+    rows = [
+        r for rho in RHOS for r in point_rows("erlang:2", rho, "mf") if r.get("role") != "limit"
+    ]
+    with pytest.raises(EmptyComparisonError):
+        gen._sojourn_check(rows, sojourn_cfg("erlang:2"))
+
+
+# ---------------------------------------------------------------------------------------
+# general-audit
+
+
+def audit_cfg(dists: list[str]) -> dict:
+    return {"dists": dists, "rho": RHOS, "d": D, "N": N}
+
+
+def test_audit_claims_hold_with_failing_controls() -> None:
+    rows = [r for rho in RHOS for r in point_rows("exp", rho, "mf", bias=5.0)]
+    rows += [r for rho in RHOS for r in point_rows("det", rho, "cf")]
+    claims = gen._audit_check(rows, audit_cfg(["exp", "det"]))
+    assert [c.source for c in claims] == ["paper", "lbrepro", "lbrepro", "paper"]
+    assert by(claims, "Exp(rate 1): the exact PH mean field gives the N → ∞").passed
+    assert claims[3].passed  # det: the simulation follows the published form
+    assert_controls_fail(claims)
+    # exponential service: the published u_2 = ρ^(d+1)/d is half the truth
+    assert not claims[0].passed
+    summary = gen._audit_summary(rows)
+    assert summary and "N → ∞ (extrapolated) ± CI" in summary[0]
+
+
+def test_audit_mean_field_claim_fails_when_the_simulation_disagrees() -> None:
+    rows = [r for rho in RHOS for r in point_rows("exp", rho, "cf")]
+    claims = gen._audit_check(rows, audit_cfg(["exp"]))
+    assert not by(claims, "exact PH mean field gives the N → ∞").passed
+    assert not by(claims, "finite-N finding").passed
+    assert by(claims, "published closed form").passed
+
+
+# ---------------------------------------------------------------------------------------
+# general-tail
+
+
+def tail_rows(spec: str, rho: float, u_of_k, kmax: int = 12) -> list[dict]:
+    dist = service.parse(spec)
+    base = {"dist": spec, "label": dist.label, "rho": rho, "d": D}
+    cf_u, _ = truth(spec, rho, "cf", kmax)
+    rows = [
+        base | {"method": "cf", "quantity": "u", "k": k, "value": cf_u[k]} for k in range(kmax + 1)
+    ]
+    rows += [sim_row(base, "u", u_of_k(k), N, k) for k in range(kmax + 1)]
+    rows.append(base | {"method": "path", "quantity": "max_queue", "value": 9, "N": N})
+    return rows  # fmt: skip
+
+
+TAIL = {"dists": ["exp"], "rho": 0.7, "d": D, "N": N}
+
+
+def test_tail_claims_hold_on_the_published_tail() -> None:
+    cf_u, _ = truth("exp", 0.7, "cf", 12)
+    claims = gen._tail_check(tail_rows("exp", 0.7, lambda k: cf_u[k]), TAIL)
+    assert len(claims) == 4 and all(c.passed for c in claims)
+    assert [c.kind for c in claims].count(CONSISTENCY) == 1
+    assert_controls_fail(claims)
+
+
+def test_tail_claims_fail_on_a_geometric_tail() -> None:
+    claims = gen._tail_check(tail_rows("exp", 0.7, lambda k: 0.7**k), TAIL)
+    assert not by(claims, "Doubly exponential").passed
+    assert not by(claims, "finite-N finding").passed
+    assert not by(claims, "published Π_k's rate").passed
+
+
+def test_tail_rate_claim_fails_on_a_doubly_exponential_tail_of_smaller_base() -> None:
+    # u_k = ρ^((1.5^k − 1)/0.5): doubly exponential, but with base 1.5 < d = 2
+    claims = gen._tail_check(tail_rows("exp", 0.7, lambda k: 0.7 ** ((1.5**k - 1) / 0.5)), TAIL)
+    assert by(claims, "Doubly exponential").passed
+    assert not by(claims, "published Π_k's rate").passed
+
+
+def test_tail_equilibrium_consistency_fails_off_rho() -> None:
+    cf_u, _ = truth("exp", 0.7, "cf", 12)
+    rows = tail_rows("exp", 0.7, lambda k: 0.65 if k == 1 else cf_u[k])
+    assert not by(gen._tail_check(rows, TAIL), "equilibrium").passed
+
+
+# ---------------------------------------------------------------------------------------
+# θ artifacts (exact values: the tables are computed, no simulation)
+
+THETA = {"m": [1, 2, 3], "d": [1, 2, 3]}
+
+
+def test_theta_table_claim_holds_under_reading_a_and_control_reading_b_fails() -> None:
+    rows = gen._theta_table_compute({"m": THETA["m"], "d": THETA["d"]}, None)
+    claims = gen._theta_table_check(rows, THETA)
+    assert [c.kind for c in claims] == ["verdict", CONSISTENCY, CONSISTENCY]
+    assert all(c.passed for c in claims)
+    assert_controls_fail(claims)
+    a, b = gen._theta_grid(rows, "A"), gen._theta_grid(rows, "B")
+    assert a[3, 2] < a[1, 2] and b[3, 2] > b[1, 2]  # the two readings disagree on m
+    assert a[1, 2] == pytest.approx(0.5)  # exponential: μ^(d−1)/d
+    summary = gen._theta_table_summary(rows)
+    assert {r["reading"][0] for r in summary} == {"A", "B"}
+
+
+def test_theta_table_claim_fails_when_theta_grows_in_m() -> None:
+    rows = gen._theta_table_compute({"m": THETA["m"], "d": THETA["d"]}, None)
+    # swap the readings: reading A now holds B's numbers (θ increasing in m)
+    swapped = [r | {"reading": {"A": "B", "B": "A"}[r["reading"]]} for r in rows]
+    claims = gen._theta_table_check(swapped, THETA)
+    assert not claims[0].passed
+    bad = [r | {"value": r["value"] * (1.01 if r["how"] == "quadrature" else 1)} for r in rows]
+    assert not gen._theta_table_check(bad, THETA)[2].passed
+
+
+def test_theta_exp_consistency_passes_and_fails() -> None:
+    rows = gen._theta_exp_compute({"mu": [0.5, 1.0, 2.0], "d": [2, 3]}, None)
+    cfg = {"mu": [0.5, 1.0, 2.0], "d": [2, 3]}
+    (c,) = gen._theta_exp_check(rows, cfg)
+    assert c.passed and c.kind == CONSISTENCY
+    wrong = [r | {"value": r["value"] * 1.001} if r["method"] == "published" else r for r in rows]
+    assert not gen._theta_exp_check(wrong, cfg)[0].passed
+
+
+def test_theta_examples_consistency_passes_and_fails() -> None:
+    cfg = {"dists": ["exp", "lomax:3", "weibull:0.5"], "d": [2, 3]}
+    rows = gen._theta_examples_compute(cfg, None)
+    claims = gen._theta_examples_check(rows, cfg)
+    assert len(claims) == 3 and all(c.passed and c.kind == CONSISTENCY for c in claims)
+    wrong = [
+        r | {"value": r["value"] * 1.01} if r["method"] == "published" and r["dist"] == "lomax:3"
+        else r
+        for r in rows
+    ]  # fmt: skip
+    assert [c.passed for c in gen._theta_examples_check(wrong, cfg)] == [True, False, True]
+    with pytest.raises(EmptyComparisonError):
+        gen._theta_examples_check([], cfg)
