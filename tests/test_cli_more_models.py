@@ -47,8 +47,22 @@ def test_simulate_whittle_policy_cost_has_a_ci():
 
 def test_solve_and_simulate_general():
     solved = json.loads(run("solve", "general", "--dist", "exp", "--lam", "0.7", "--d", "2").stdout)
-    # The published closed form Π_2 = ρ^{d+1}/d (models.md §C), half the exponential truth.
-    assert solved["u"][2] == pytest.approx(0.7**3 / 2)
+    # The published closed form Π_2 = ρ^{d+1}/d (models.md §C), under "published"; for
+    # exponential service the exact mean field at the top level is u_2 = ρ^{d+1} = 0.343.
+    assert solved["published"]["u"][2] == pytest.approx(0.7**3 / 2)
+    assert solved["u"][2] == pytest.approx(0.7**3, rel=1e-9)
+    # Erlang-2, λ = 0.8, d = 2: .mean_sojourn is the exact mean field, not the published 1.585.
+    erl = json.loads(
+        run("solve", "general", "--dist", "erlang:2", "--lam", "0.8", "--d", "2").stdout
+    )
+    assert erl["method"].startswith("exact mean field")
+    assert erl["published"]["mean_sojourn"] == pytest.approx(1.585, abs=1e-3)
+    assert abs(erl["mean_sojourn"] - erl["published"]["mean_sojourn"]) > 0.05
+    # No exact mean field for Lomax service at d = 2: null at the top level, never the CF.
+    lomax = json.loads(
+        run("solve", "general", "--dist", "lomax:3", "--lam", "0.5", "--d", "2").stdout
+    )
+    assert lomax["mean_sojourn"] is None and lomax["published"]["u"][0] == 1.0
     res = run(
         "simulate",
         "general",

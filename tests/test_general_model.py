@@ -4,7 +4,6 @@ exact PH mean field two ways (cavity queue vs ODE), with its known special cases
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 import pytest
@@ -122,12 +121,9 @@ def test_level_reduction_equals_dense_solve(spec: str) -> None:
     np.testing.assert_allclose(gen._stationary_levels(rates, alpha, smat, K), dense, atol=1e-14)
 
 
-def test_cavity_is_fast() -> None:
-    dist = svc.erlang(4, 4.0)
-    gen.cavity_fixed_point(dist, 0.9, 2, K=80)
-    t = time.perf_counter()
-    res = gen.cavity_fixed_point(dist, 0.9, 2, K=80)
-    assert time.perf_counter() - t < 0.5
+def test_cavity_erlang4_k80() -> None:
+    # Its run time is measured in bench/bench_timings.py, not asserted here.
+    res = gen.cavity_fixed_point(svc.erlang(4, 4.0), 0.9, 2, K=80)
     assert res.phases == 4 and res.K == 80
 
 
@@ -159,6 +155,10 @@ def test_bad_input(args, err, key) -> None:
 
 def test_solve_json() -> None:
     out = gen.solve("erlang:2", 0.8, 2)
-    assert out["method"] == "cf+mf"
-    assert out["theta"] == pytest.approx(0.625)
-    assert out["fixed_points"][0]["u"][1] == pytest.approx(0.8)
+    # The truth first: the exact mean field at the top level, the published CF beneath.
+    assert out["method"] == "exact mean field (cavity queue)"
+    assert out["published"]["theta"] == pytest.approx(0.625)
+    assert out["u"][1] == pytest.approx(0.8)
+    mf = gen.cavity_fixed_point("erlang:2", 0.8, 2)
+    assert out["mean_sojourn"] == pytest.approx(mf.mean_sojourn(0.8), rel=1e-12)
+    assert out["published"]["mean_sojourn"] == pytest.approx(1.585, abs=1e-3)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 import pytest
@@ -98,15 +97,10 @@ def test_unreachable_states_give_inf() -> None:
     assert np.isfinite(W[:2]).all() and np.isinf(W[2:]).all()
 
 
-def test_index_speed_n100() -> None:
-    best = min(_timed(lambda: w.whittle_indices(0.6, 0.5, math.inf, 100)) for _ in range(3))
-    assert best < 0.25  # target 50 ms on an idle core; loose against a shared machine
-
-
-def _timed(fn) -> float:
-    t = time.perf_counter()
-    fn()
-    return time.perf_counter() - t
+def test_index_n100_is_finite() -> None:
+    # Its run time (target 50 ms) is measured in bench/bench_timings.py, not asserted here.
+    W = w.whittle_indices(0.6, 0.5, math.inf, 100)
+    assert len(W) == 101 and np.isfinite(W[:50]).all()
 
 
 # ------------------------------------------------------------------------------ markovianbandit

@@ -13,17 +13,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from lbrepro import __version__
-from lbrepro.core.errors import LbreproError
+from lbrepro.core.errors import ConfigError, LbreproError, UnstableError
 
 EXIT_USAGE = 2
 # Above this many expected events a simulation shows a progress bar on stderr by default.
 PROGRESS_EVENTS = 2e7
+# Refuse a computation whose arrays would exceed this (estimated before allocating).
+MEMORY_LIMIT = 2 * 2**30
 
 
 class _Parser(argparse.ArgumentParser):
@@ -55,11 +59,62 @@ class ModelCommands:
     solve_params: tuple[Param, ...] = field(default_factory=tuple)
 
 
-def _positive_int(text: str) -> int:
-    value = int(float(text))
-    if value != float(text):
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}")
+def _schema_max(definition: str) -> int:
+    """The config schema's maximum for ``definition``: the CLI and the config share limits."""
+    from lbrepro.config import schema_bound
+
+    return int(schema_bound(definition))
+
+
+def _real(text: str) -> float:
+    """A finite real number (nan, inf and 1e400 refused)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
     return value
+
+
+def _positive_real(text: str) -> float:
+    value = _real(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
+    return value
+
+
+def _nonnegative_real(text: str) -> float:
+    value = _real(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
+    return value
+
+
+def _int_range(lo: int, hi: int | str) -> Callable[[str], int]:
+    """An integer in [lo, hi] (``hi`` a number or a schema ``$defs`` name); 1e3 is accepted."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            number = _real(text)
+            if not number.is_integer():
+                raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+            value = int(number)
+        top = _schema_max(hi) if isinstance(hi, str) else hi
+        if not lo <= value <= top:
+            raise argparse.ArgumentTypeError(f"must be between {lo} and {top}, got {text!r}")
+        return value
+
+    parse.__name__ = "integer"
+    return parse
+
+
+_positive_int = _int_range(1, "servers")
+_servers = _int_range(1, "servers")
+_seed = _int_range(0, 2**63 - 1)
+_batches = _int_range(2, 10**6)
 
 
 def _solve_supermarket(lam: float, d: int, mu: float) -> dict[str, Any]:
@@ -148,11 +203,11 @@ def _simulate_universality(
 
 
 HETERO_PARAMS = (
-    Param("lam", float, "arrival rate per server (capacity is mu*sum(gamma*C))", required=True),
+    Param("lam", _real, "arrival rate per server (capacity is mu*sum(gamma*C))", required=True),
     Param("gamma", str, "fractions of servers per type, comma-separated (sum 1)", required=True),
     Param("C", str, "capacity of each type, comma-separated, distinct", required=True),
     Param("d", str, "servers sampled per type, comma-separated", required=True),
-    Param("mu", float, "service rate per unit capacity", default=1.0),
+    Param("mu", _real, "service rate per unit capacity", default=1.0),
     Param(
         "policy",
         str,
@@ -162,7 +217,7 @@ HETERO_PARAMS = (
     Param("scheme", str, "1 or 2: shorthand for --policy scheme1|scheme2"),
     Param("d_pool", _positive_int, "sqd: servers sampled from the whole pool"),
     Param("split", str, "typed: routing probabilities per type, comma-separated"),
-    Param("lam_hat", float, "typed: use the split optimised for this assumed load"),
+    Param("lam_hat", _real, "typed: use the split optimised for this assumed load"),
 )
 
 
@@ -200,19 +255,19 @@ def _simulate_hetero(
 
 
 SIM_PARAMS = (
-    Param("N", _positive_int, "number of servers", required=True),
-    Param("horizon", float, "simulated time (mean service times)", required=True),
-    Param("warmup", float, "initial time discarded", default=None),
-    Param("seed", _positive_int, "seed of the random stream", default=1),
-    Param("batches", _positive_int, "batches for the batch-means CI", default=20),
+    Param("N", _servers, "number of servers", required=True),
+    Param("horizon", _positive_real, "simulated time (mean service times)", required=True),
+    Param("warmup", _nonnegative_real, "initial time discarded", default=None),
+    Param("seed", _seed, "seed of the random stream", default=1),
+    Param("batches", _batches, "batches for the batch-means CI", default=20),
 )
 
 MODELS: dict[str, ModelCommands] = {
     "supermarket": ModelCommands(
         params=(
-            Param("lam", float, "arrival rate per server", required=True),
+            Param("lam", _real, "arrival rate per server", required=True),
             Param("d", _positive_int, "servers sampled per job", required=True),
-            Param("mu", float, "service rate", default=1.0),
+            Param("mu", _real, "service rate", default=1.0),
         ),
         solve=_solve_supermarket,
         simulate=_simulate_supermarket,
@@ -221,7 +276,7 @@ MODELS: dict[str, ModelCommands] = {
 }
 MODELS["universality"] = ModelCommands(
     params=(
-        Param("lam", float, "arrival rate per server (λ(N)/N)", required=True),
+        Param("lam", _real, "arrival rate per server (λ(N)/N)", required=True),
         Param(
             "d",
             _d_family,
@@ -311,9 +366,9 @@ def _simulate_affinity(
 
 MODELS["affinity"] = ModelCommands(
     params=(
-        Param("lam", float, "arrival rate per server (< mu1)", required=True),
-        Param("mu2", float, "type-II service rate (< mu1)", default=0.5),
-        Param("mu1", float, "type-I service rate", default=1.0),
+        Param("lam", _real, "arrival rate per server (< mu1)", required=True),
+        Param("mu2", _real, "type-II service rate (< mu1)", default=0.5),
+        Param("mu1", _real, "type-I service rate", default=1.0),
         Param("d1", _positive_int, "primary servers per type-I job", required=True),
     ),
     solve=_solve_affinity,
@@ -322,24 +377,31 @@ MODELS["affinity"] = ModelCommands(
 )
 MODELS["whittle"] = ModelCommands(
     params=(
-        Param("p", float, "arrival probability per slot", required=True),
+        Param("p", _real, "arrival probability per slot", required=True),
         Param("q", str, "service capacities, comma-separated (one per server)", required=True),
         Param("d", str, "LPS levels, comma-separated; inf for processor sharing", required=True),
         Param("cost", str, "linear or meanvar", default="linear"),
-        Param("beta", float, "mean–variance weight β", default=0.0),
-        Param("B", _positive_int, "starting buffer per server (grown to 1e-6 mass)", default=20),
+        Param("beta", _real, "mean–variance weight β", default=0.0),
+        Param(
+            "B",
+            _int_range(2, "buffer"),
+            "starting buffer per server (grown to 1e-6 mass)",
+            default=20,
+        ),
     ),
     solve=_solve_whittle,
     simulate=_simulate_whittle,
     sim_params=(
         Param("policy", str, "whittle, jsq, jsew, rsa or optimal", default="whittle"),
-        Param("horizon", float, "simulated slots", required=True),
-        Param("warmup", float, "slots discarded first (default: a tenth of the horizon)"),
-        Param("seed", _positive_int, "seed of the random stream", default=1),
-        Param("batches", _positive_int, "batches for the batch-means CI", default=20),
+        Param("horizon", _positive_real, "simulated slots", required=True),
+        Param(
+            "warmup", _nonnegative_real, "slots discarded first (default: a tenth of the horizon)"
+        ),
+        Param("seed", _seed, "seed of the random stream", default=1),
+        Param("batches", _batches, "batches for the batch-means CI", default=20),
     ),
     solve_params=(
-        Param("nmax", _positive_int, "largest state whose index is printed", default=20),
+        Param("nmax", _int_range(1, "nmax"), "largest state whose index is printed", default=20),
     ),
 )
 MODELS["general"] = ModelCommands(
@@ -351,7 +413,7 @@ MODELS["general"] = ModelCommands(
             "coxian:r1,..,c1,.., det, weibull:k, lomax:alpha, lognormal:sigma",
             default="exp",
         ),
-        Param("lam", float, "arrival rate per server (= ρ)", required=True),
+        Param("lam", _real, "arrival rate per server (= ρ)", required=True),
         Param("d", _positive_int, "servers sampled per job", required=True),
     ),
     solve=_solve_general,
@@ -440,24 +502,95 @@ def _list(as_json: bool) -> None:
 def _validate(paths: Sequence[str]) -> None:
     from lbrepro.config import CONFIG_PATH, load_config, validate_config
 
-    config = load_config(*(paths or [CONFIG_PATH]))
+    if not paths:
+        # The config of the checkout in the working directory, else of this source checkout.
+        here = os.path.join("config", "config.yaml")
+        default = here if os.path.exists(here) else str(CONFIG_PATH)
+        if not os.path.exists(default):
+            raise ConfigError("configs", f"no config file given and no {here} here")
+        paths = [default]
+    config = load_config(*paths)
     validate_config(config)
-    print(json.dumps({"valid": True, "files": list(paths) or [str(CONFIG_PATH)]}))
+    print(json.dumps({"valid": True, "files": list(paths)}))
+
+
+def _levels(rho: float, d: int, tol: float) -> float:
+    """Levels k until the mean-field tail ρ^((d^k−1)/(d−1)) falls below ``tol`` (an estimate)."""
+    if not 0 < rho < 1:
+        return 0.0  # refused by the model with its own message
+    if d == 1:
+        return math.log(tol) / math.log(rho)
+    # Doubly exponential: a few levels, e_k = (d^k − 1)/(d − 1) ≥ log(tol)/log(ρ) for small k.
+    return math.log1p((d - 1) * math.log(tol) / math.log(rho)) / math.log(d) + 1
+
+
+def _check_memory(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
+    """Estimate the arrays a run would allocate and refuse one beyond MEMORY_LIMIT, before
+    allocating anything (``solve supermarket --lam 0.999999999 --d 1`` wanted 274 GiB)."""
+    if args.model != "supermarket":
+        return  # N, nmax and B are bounded by the schema's limits at parse time
+    from lbrepro.models import supermarket
+
+    rho = kwargs["lam"] / kwargs["mu"] if kwargs["mu"] > 0 else 0.0
+    if args.command == "solve":
+        levels = _levels(rho, kwargs["d"], 1e-16)
+        what, limit = "the mean-field tail to fall below 1e-16", supermarket.K_MAX
+    else:
+        levels = _levels(rho, kwargs["d"], 0.1 / kwargs["N"])
+        what, limit = "the initial state (the fixed point rounded to N servers)", math.inf
+    nbytes = 8.0 * levels
+    if levels > limit or nbytes > MEMORY_LIMIT:
+        bound = f"{limit} levels" if levels > limit else f"{MEMORY_LIMIT / 2**30:g} GiB"
+        raise ConfigError(
+            "lam",
+            f"load {rho:.10g} with d = {kwargs['d']}: {what} needs about {levels:.3g} levels "
+            f"(~{nbytes / 2**30:.3g} GiB), beyond {bound}; lower --lam or raise --d",
+        )
 
 
 def _run_model(args: argparse.Namespace) -> dict[str, Any]:
     spec = MODELS[args.model]
     names = [p.name for p in spec.params]
     kwargs = {n: getattr(args, n) for n in names}
+    _check_memory(args, kwargs | {"N": getattr(args, "N", None)})
     if args.command == "solve":
         return spec.solve(**kwargs, **{p.name: getattr(args, p.name) for p in spec.solve_params})
     kwargs |= {p.name: getattr(args, p.name) for p in spec.sim_params}
     if kwargs["warmup"] is None:
         kwargs["warmup"] = 0.1 * kwargs["horizon"]
+    elif kwargs["warmup"] >= kwargs["horizon"]:
+        raise ConfigError("warmup", f"must be shorter than --horizon = {kwargs['horizon']:g}")
     # Events ≈ arrivals + departures (slots for the slotted whittle model).
     expected_events = 2.0 * kwargs.get("lam", 0.5) * kwargs.get("N", 1) * kwargs["horizon"]
     progress = {"on": True, "off": False}.get(args.progress, expected_events >= PROGRESS_EVENTS)
     return spec.simulate(**kwargs, replace=args.replace, progress=progress, start=args.start)
+
+
+def _json_safe(value: Any) -> Any:
+    """NaN and ±inf are not JSON: write them as null (an undefined or unbounded quantity)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+def _message(err: Exception, args: argparse.Namespace) -> str:
+    """One line naming the flag: a model's ``lam: …`` becomes ``--lam: …``."""
+    text = str(err)
+    if getattr(args, "model", None) is None:
+        return text  # list / validate: config keys, already named
+    spec = MODELS[args.model]
+    flags = {p.name for p in (*spec.params, *spec.sim_params, *spec.solve_params)}
+    key = getattr(err, "key", None)
+    if isinstance(err, ConfigError) and key in flags:
+        return f"--{key}: {text.removeprefix(f'{key}: ')}"
+    if isinstance(err, UnstableError):
+        load = "p" if args.model == "whittle" else "lam"
+        return f"--{load}: {text.removeprefix(f'{load}: ')}"
+    return text
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -469,8 +602,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "validate":
             _validate(args.configs)
         else:
-            print(json.dumps(_run_model(args), indent=2))
+            print(json.dumps(_json_safe(_run_model(args)), indent=2, allow_nan=False))
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # `lbrepro list | head -1`: the reader has all it wanted; say nothing more.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
     except (LbreproError, OSError) as err:
-        print(f"lbrepro: error: {err}", file=sys.stderr)
+        print(f"lbrepro: error: {_message(err, args)}", file=sys.stderr)
         return EXIT_USAGE
     return 0

@@ -1,16 +1,21 @@
 """Loading and validating the pipeline configuration before any job runs.
 
-Two layers: the JSON schema (``workflow/schemas/config.schema.yaml``) checks types, ranges and
-unknown keys; each artifact's ``validate`` then checks relations between keys (stability,
-warm-up shorter than the horizon). Every failure is a :class:`ConfigError` whose message starts
-with the dotted key that is wrong, e.g. ``supermarket-tail.rho[1]: ...``.
+Three layers: every number must be finite (YAML reads ``.nan`` and ``.inf`` as floats, which
+pass any ``minimum``); the JSON schema (``lbrepro/schemas/config.schema.yaml``, shipped inside
+the package so a non-editable install finds it) checks types, ranges and unknown keys; each
+artifact's ``validate`` then checks relations between keys (stability, warm-up shorter than
+the horizon) and its point ids (unique, file-name safe). Every failure is a
+:class:`ConfigError` whose message starts with the dotted key that is wrong, e.g.
+``supermarket-tail.rho[1]: ...``.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import json
+import math
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -22,7 +27,9 @@ import yaml
 from lbrepro.core.errors import ConfigError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "config.schema.yaml"
+# The one schema: inside the package (the Snakefile validates with it too).
+SCHEMA_PATH = Path(__file__).resolve().parent / "schemas" / "config.schema.yaml"
+# The checkout's default config (exists in a source checkout, not in an installed wheel).
 CONFIG_PATH = REPO_ROOT / "config" / "config.yaml"
 
 
@@ -45,12 +52,38 @@ def load_config(*paths: str | Path) -> dict[str, Any]:
     """Read YAML config files and merge them left to right (later files override)."""
     config: dict[str, Any] = {}
     for path in paths:
-        with open(path, encoding="utf-8") as fh:
-            data = yaml.safe_load(fh) or {}
+        try:
+            with open(path, encoding="utf-8") as fh:
+                data = yaml.safe_load(fh) or {}
+        except UnicodeDecodeError:
+            raise ConfigError(str(path), "not a text file (expected a YAML config)") from None
+        except yaml.YAMLError as err:
+            raise ConfigError(str(path), f"not valid YAML: {_yaml_problem(err)}") from None
         if not isinstance(data, Mapping):
             raise ConfigError(str(path), "a config file must hold a mapping of keys to values")
         config = deep_merge(config, data)
     return config
+
+
+def _yaml_problem(err: yaml.YAMLError) -> str:
+    """One line: where and what (tabs, an unclosed bracket…), without the YAML excerpt."""
+    mark = getattr(err, "problem_mark", None)
+    problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    hint = " (YAML does not allow tabs for indentation)" if "\\t" in problem else ""
+    return f"{where}{problem}{hint}"
+
+
+def check_finite(value: Any, path: tuple[Any, ...] = ()) -> None:
+    """Refuse NaN and ±inf anywhere in the config, naming the key (YAML ``.nan``, ``.inf``)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(_dotted(path), f"must be a finite number, got {value}")
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            check_finite(v, (*path, k))
+    elif isinstance(value, list | tuple):
+        for i, v in enumerate(value):
+            check_finite(v, (*path, i))
 
 
 def _dotted(path: Any) -> str:
@@ -86,6 +119,21 @@ def load_schema(schema_path: str | Path = SCHEMA_PATH) -> dict[str, Any]:
         return yaml.safe_load(fh)
 
 
+@functools.lru_cache(maxsize=8)
+def _validator(schema_path: str) -> jsonschema.Draft202012Validator:
+    """The schema's validator, read once per process (the CLI and the tests call it often)."""
+    return jsonschema.Draft202012Validator(load_schema(schema_path))
+
+
+def schema_bound(definition: str, bound: str = "maximum") -> Any:
+    """A bound of one ``$defs`` entry of the schema: the CLI enforces the config's limits.
+
+    >>> schema_bound("servers")
+    10000000
+    """
+    return _validator(str(SCHEMA_PATH)).schema["$defs"][definition][bound]
+
+
 def validate_config(
     config: Mapping[str, Any], schema_path: str | Path = SCHEMA_PATH
 ) -> Mapping[str, Any]:
@@ -98,14 +146,18 @@ def validate_config(
     """
     from lbrepro.artifacts import registry  # the registry imports models; keep config light
 
-    validator = jsonschema.Draft202012Validator(load_schema(schema_path))
+    check_finite(config)
+    validator = _validator(str(schema_path))
     errors = sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
         # The most specific error is the most useful one: prefer the deepest path.
         raise _schema_error(max(errors, key=lambda e: len(e.absolute_path)))
+    from lbrepro.pipeline import points
+
     for artifact in registry.all_artifacts():
         if artifact.id in config:
             artifact.validate(config[artifact.id])
+            points(config, artifact.id)  # unique, file-name-safe point ids
     return config
 
 

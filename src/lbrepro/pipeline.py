@@ -16,6 +16,8 @@ from typing import Any
 
 from lbrepro.artifacts import registry
 from lbrepro.core.claims import write_checks
+from lbrepro.core.errors import ConfigError
+from lbrepro.core.ids import check_point_ids
 from lbrepro.core.io import concat_tables, read_table, write_table
 from lbrepro.core.rng import stream
 
@@ -28,8 +30,20 @@ def artifact_config(config: Mapping[str, Any], artifact_id: str) -> dict[str, An
 
 
 def points(config: Mapping[str, Any], artifact_id: str) -> dict[str, dict[str, Any]]:
-    """The artifact's parameter points, one job each, keyed by a file-name-safe point id."""
-    return registry.get(artifact_id).points(artifact_config(config, artifact_id))
+    """The artifact's parameter points, one job each, keyed by a file-name-safe point id.
+
+    Raises
+    ------
+    ConfigError
+        If two parameter sets share an id or an id is not file-name safe; the key is
+        prefixed with the artifact id (``supermarket-tail.rho, d: ...``).
+    """
+    try:
+        table = registry.get(artifact_id).points(artifact_config(config, artifact_id))
+        check_point_ids(table, "points")
+    except ConfigError as err:
+        raise ConfigError(f"{artifact_id}.{err.key}", str(err)[len(err.key) + 2 :]) from None
+    return table
 
 
 def point_params(config: Mapping[str, Any], artifact_id: str, point_id: str) -> dict[str, Any]:

@@ -15,14 +15,36 @@ from lbrepro.artifacts.registry import (
     get as get_artifact,
 )
 from lbrepro.config import validate_config
+from lbrepro.core.runlock import clear_stale_locks, forget_run, record_run
+from snakemake_interface_executor_plugins.settings import ExecMode
 from lbrepro.core.errors import ConfigError
 from lbrepro.pipeline import point_params, points
 
 try:
-    validate_config(config, workflow.source_path("../schemas/config.schema.yaml"))
+    validate_config(config)  # with the schema shipped in the package (lbrepro/schemas)
 except ConfigError as err:
     # One clear line naming the key, before any job runs (no traceback).
     sys.exit(f"invalid configuration: {err}")
+
+# Resume after any interruption: locks left by a killed run (SIGKILL) are removed when the
+# process that held them is gone; incomplete outputs rerun (profiles/default).
+if workflow.exec_mode == ExecMode.DEFAULT and not workflow.dryrun:
+    _stale = clear_stale_locks()
+    if _stale is not None:
+        print(f"lbrepro: removed the locks of an interrupted run (pid {_stale})", file=sys.stderr)
+
+
+onstart:
+    record_run()
+
+
+onsuccess:
+    forget_run()
+
+
+onerror:
+    forget_run()
+
 
 # The report's Jinja2 templates live beside the Snakefile, whatever the working directory.
 TEMPLATE_FILES = sorted(

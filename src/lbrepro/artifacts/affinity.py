@@ -17,6 +17,7 @@ import numpy as np
 from lbrepro.artifacts.registry import Artifact, Rows, register
 from lbrepro.core.claims import Claim, close, make_claim
 from lbrepro.core.errors import ConfigError
+from lbrepro.core.ids import add_point, num
 from lbrepro.core.io import select
 from lbrepro.core.stats import Estimate, batch_means_ci
 from lbrepro.core.verdicts import (
@@ -80,18 +81,25 @@ def _mu(cfg: Mapping[str, Any]) -> tuple[float, float]:
     return float(cfg.get("mu1", 1.0)), float(cfg.get("mu2", 0.5))
 
 
-def _validate_params(cfg: Mapping[str, Any], name: str) -> None:
-    """Semantic checks: μ2 < μ1, every λ < μ1, 1 ≤ d1 ≤ N; errors name the config key."""
+def _validate_params(cfg: Mapping[str, Any], name: str, lam_key: str = "lam") -> None:
+    """Semantic checks: μ2 < μ1, every λ < μ1, 1 ≤ d1 ≤ N; errors name the config key.
+
+    ``lam_key`` is the config key the loads in ``cfg["lam"]`` came from (``lam_sim[0]``, not
+    the index into a concatenated list).
+    """
     mu1, mu2 = _mu(cfg)
     lams = cfg.get("lam", [])
-    lams = lams if isinstance(lams, list | tuple) else [lams]
+    is_list = isinstance(lams, list | tuple)
+    lams = lams if is_list else [lams]
     for i, lam in enumerate(lams):
+        key = f"{name}.{lam_key}[{i}]" if is_list else f"{name}.{lam_key}"
         try:
             model.check_params(lam, mu2, mu1)
         except ConfigError as err:
-            raise ConfigError(f"{name}.{err.key}", str(err)) from None
+            key = key if err.key == "lam" else f"{name}.{err.key}"
+            raise ConfigError(key, str(err).removeprefix(f"{err.key}: ")) from None
         except ValueError as err:
-            raise ConfigError(f"{name}.lam[{i}]", str(err)) from None
+            raise ConfigError(key, str(err).removeprefix("lam: ")) from None
     ds = cfg.get("d1", [])
     ds = ds if isinstance(ds, list | tuple) else [ds]
     Ns = cfg.get("N", [])
@@ -742,6 +750,19 @@ def _traj_check(rows: Rows, cfg: Mapping[str, Any], want_unique: bool) -> list[C
 def _traj_validate(name: str):
     def validate(cfg: Mapping[str, Any]) -> None:
         _validate_params(cfg, name)
+        if "low" in cfg and cfg["low"] >= cfg["high"]:
+            # Equal or crossed thresholds collapse the hysteresis: noise would count as switches.
+            raise ConfigError(
+                f"{name}.low", f"{cfg['low']} must be below high = {cfg['high']} (hysteresis)"
+            )
+
+    return validate
+
+
+def _perf_validate(name: str):
+    def validate(cfg: Mapping[str, Any]) -> None:
+        _validate_params({**cfg, "lam": list(cfg["lam_grid"])}, name, "lam_grid")
+        _validate_params({**cfg, "lam": list(cfg["lam_sim"])}, name, "lam_sim")
 
     return validate
 
@@ -804,11 +825,11 @@ def _svf_validate(cfg: Mapping[str, Any]) -> None:
 def _svf_points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     mu1, mu2 = _mu(cfg)
     keep = ("lam", "N", "horizon", "warmup", "t_plot", "dt_snap", "batches")
-    return {
-        f"d{d1}-{start}": {k: cfg[k] for k in keep}
-        | {"d1": d1, "start": start, "mu1": mu1, "mu2": mu2}
-        for d1, start in cfg["cases"]
-    }
+    points: dict[str, dict[str, Any]] = {}
+    for d1, start in cfg["cases"]:
+        params = {k: cfg[k] for k in keep} | {"d1": d1, "start": start, "mu1": mu1, "mu2": mu2}
+        add_point(points, f"d{d1}-{start}", params, "cases")
+    return points
 
 
 def _start_state(start: str, K: int) -> np.ndarray:
@@ -1543,7 +1564,7 @@ def _perf_points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     base = {"mu1": mu1, "mu2": mu2, "d1": cfg["d1"]}
     pts = {"cf": base | {"kind": "cf", "lam": list(cfg["lam_grid"])}}
     for lam in cfg["lam_sim"]:
-        pts[f"sim-lam{lam:g}"] = base | {
+        params = base | {
             "kind": "sim",
             "lam": lam,
             "N": cfg["N"],
@@ -1551,6 +1572,7 @@ def _perf_points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
             "warmup": cfg["warmup"],
             "batches": cfg["batches"],
         }
+        add_point(pts, f"sim-lam{num(lam)}", params, "lam_sim")
     return pts
 
 
@@ -1985,9 +2007,7 @@ register(
             3.0,
         ),
         summary=_perf_summary(("wait_jobs", "wait_var")),
-        validate=lambda cfg: _validate_params(
-            {**cfg, "lam": list(cfg["lam_grid"]) + list(cfg["lam_sim"])}, "affinity-queue-length"
-        ),
+        validate=_perf_validate("affinity-queue-length"),
         reconstructions=(ASSIGNMENT_NOTE, PERF_NOTE, EXTRAPOLATION_NOTE),
     )
 )
@@ -2026,9 +2046,7 @@ register(
             10.0,
         ),
         summary=_perf_summary(("wait_time_I", "wait_time_II", "wait_time")),
-        validate=lambda cfg: _validate_params(
-            {**cfg, "lam": list(cfg["lam_grid"]) + list(cfg["lam_sim"])}, "affinity-waiting"
-        ),
+        validate=_perf_validate("affinity-waiting"),
         reconstructions=(ASSIGNMENT_NOTE, PERF_NOTE, EXTRAPOLATION_NOTE),
     )
 )
@@ -2040,9 +2058,11 @@ register(
 def _tun_points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     mu1, mu2 = _mu(cfg)
     keep = ("lam", "d1", "horizon", "dt_snap", "low", "high", "t_trace")
-    pts = {f"N{N}": {k: cfg[k] for k in keep} | {"N": N, "mu1": mu1, "mu2": mu2} for N in cfg["N"]}
+    pts: dict[str, dict[str, Any]] = {}
+    for N in cfg["N"]:
+        add_point(pts, f"N{N}", {k: cfg[k] for k in keep} | {"N": N, "mu1": mu1, "mu2": mu2}, "N")
     for N in cfg.get("N_exit", []):
-        pts[f"exit-N{N}"] = {k: cfg[k] for k in keep} | {
+        params = {k: cfg[k] for k in keep} | {
             "N": N,
             "mu1": mu1,
             "mu2": mu2,
@@ -2050,8 +2070,9 @@ def _tun_points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
             "reps": cfg["exit_reps"],
             "exit_cap": cfg["exit_cap"],
         }
+        add_point(pts, f"exit-N{N}", params, "N_exit")
     for N in cfg.get("N_exit_queueing", []):
-        pts[f"qexit-N{N}"] = {k: cfg[k] for k in keep} | {
+        params = {k: cfg[k] for k in keep} | {
             "N": N,
             "mu1": mu1,
             "mu2": mu2,
@@ -2059,6 +2080,7 @@ def _tun_points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
             "reps": cfg["exit_reps"],
             "exit_cap": cfg["exit_cap_queueing"],
         }
+        add_point(pts, f"qexit-N{N}", params, "N_exit_queueing")
     return pts
 
 

@@ -35,6 +35,7 @@ from lbrepro.artifacts.supermarket import (
 )
 from lbrepro.core.claims import Claim, close, consistency, make_claim
 from lbrepro.core.errors import ConfigError
+from lbrepro.core.ids import add_point, num
 from lbrepro.core.io import select
 from lbrepro.core.stats import Estimate
 from lbrepro.core.verdicts import EmptyComparisonError, Verdict, estimate, within
@@ -51,7 +52,7 @@ _PAPER_PH_NOTE = (
 
 def _safe(spec: str) -> str:
     """A point-id fragment from a distribution spec ('lomax:1.5' → 'lomax1.5')."""
-    return spec.replace(":", "").replace(",", "-").replace(";", "-")
+    return spec.replace(":", "").replace(",", "-").replace(";", "-").replace("+", "")
 
 
 def _check_dists(key: str, specs: Any) -> list[service.ServiceDist]:
@@ -620,12 +621,12 @@ def _validate_sojourn(cfg: Mapping[str, Any]) -> None:
 
 def _sojourn_points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     keep = ("d", "N", "horizon", "warmup", "batches")
-    return {
-        f"{_safe(spec)}-rho{rho:g}": {"dist": spec, "rho": rho, "kmax": 6}
-        | {k: cfg[k] for k in keep}
-        for spec in cfg["dists"]
-        for rho in cfg["rho"]
-    }
+    points: dict[str, dict[str, Any]] = {}
+    for spec in cfg["dists"]:
+        for rho in cfg["rho"]:
+            params = {"dist": spec, "rho": rho, "kmax": 6} | {k: cfg[k] for k in keep}
+            add_point(points, f"{_safe(spec)}-rho{num(rho)}", params, "dists, rho")
+    return points
 
 
 Item = tuple[str, int | None]  # (quantity, level k or None)
@@ -868,7 +869,10 @@ def _validate_tail(cfg: Mapping[str, Any]) -> None:
 
 def _tail_points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     keep = ("rho", "d", "N", "horizon", "warmup", "batches", "kmax")
-    return {f"{_safe(spec)}": {"dist": spec} | {k: cfg[k] for k in keep} for spec in cfg["dists"]}
+    points: dict[str, dict[str, Any]] = {}
+    for spec in cfg["dists"]:
+        add_point(points, _safe(spec), {"dist": spec} | {k: cfg[k] for k in keep}, "dists")
+    return points
 
 
 def _power_tail(dist: service.ServiceDist) -> float:
@@ -1119,12 +1123,12 @@ def _validate_audit(cfg: Mapping[str, Any]) -> None:
 
 def _audit_points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     keep = ("d", "N", "horizon", "warmup", "batches")
-    return {
-        f"{_safe(spec)}-rho{rho:g}": {"dist": spec, "rho": rho, "kmax": 6}
-        | {k: cfg[k] for k in keep}
-        for spec in cfg["dists"]
-        for rho in cfg["rho"]
-    }
+    points: dict[str, dict[str, Any]] = {}
+    for spec in cfg["dists"]:
+        for rho in cfg["rho"]:
+            params = {"dist": spec, "rho": rho, "kmax": 6} | {k: cfg[k] for k in keep}
+            add_point(points, f"{_safe(spec)}-rho{num(rho)}", params, "dists, rho")
+    return points
 
 
 _AUDIT_ITEMS: list[Item] = [("u", 2), ("u", 3), ("mean_sojourn", None)]

@@ -22,6 +22,7 @@ import numpy as np
 from lbrepro.artifacts.registry import Artifact, Rows, register
 from lbrepro.core.claims import Claim, make_claim
 from lbrepro.core.errors import ConfigError, UnstableError
+from lbrepro.core.ids import add_point, num
 from lbrepro.core.io import select
 from lbrepro.core.stats import Estimate
 from lbrepro.core.verdicts import (
@@ -74,7 +75,12 @@ def _named(cfg: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     A list, not a mapping: the quick profile must be able to *replace* the systems, and
     config files merge mappings key by key but replace lists whole.
     """
-    return {spec["name"]: spec for spec in cfg["systems"]}
+    named: dict[str, Mapping[str, Any]] = {}
+    for i, spec in enumerate(cfg["systems"]):
+        if spec["name"] in named:
+            raise ConfigError(f"systems[{i}].name", f"duplicate system name {spec['name']!r}")
+        named[spec["name"]] = spec
+    return named
 
 
 def _policy_args(system: model.System, policy: str, lam_hat_fraction: float) -> dict[str, Any]:
@@ -108,6 +114,27 @@ def _check_load(key: str, rho: float) -> None:
         raise ConfigError(key, f"load {rho} >= 1: unstable")
 
 
+def _validate_sim(key: str, cfg: Mapping[str, Any]) -> None:
+    """γ_j·N servers of each type must be whole, the warm-up shorter than every horizon."""
+    from lbrepro.sim.occupancy import _server_counts
+
+    Ns = cfg["N"] if isinstance(cfg["N"], list) else [cfg["N"]]
+    for spec in cfg["systems"]:
+        for N in Ns:
+            try:
+                _server_counts(tuple(spec["gamma"]), N)
+            except ConfigError as err:
+                raise ConfigError(
+                    f"{key}.N", f"system {spec['name']}: {str(err).removeprefix('gamma: ')}"
+                ) from None
+    horizons = cfg.get("horizons", [cfg["horizon"]] if "horizon" in cfg else [])
+    for h in horizons:
+        if cfg["warmup"] >= h:
+            raise ConfigError(
+                f"{key}.warmup", f"{cfg['warmup']} must be shorter than the horizon {h}"
+            )
+
+
 def _check_control_load(key: str, rho: float) -> None:
     """The controls predict at ρ − NEIGHBOUR_DRHO, which must be a positive load."""
     if rho <= NEIGHBOUR_DRHO:
@@ -119,7 +146,8 @@ def _check_control_load(key: str, rho: float) -> None:
 
 
 def _validate_systems(key: str, cfg: Mapping[str, Any]) -> None:
-    """Build every configured system, so bad γ, C or d fail before any job runs."""
+    """Build every configured system, so bad γ, C or d fail before any job runs; then check
+    the simulation parameters against them (whole γ·N, warm-up < horizon)."""
     names = [spec["name"] for spec in cfg["systems"]]
     for i, spec in enumerate(cfg["systems"]):
         if names.index(spec["name"]) != i:
@@ -130,6 +158,8 @@ def _validate_systems(key: str, cfg: Mapping[str, Any]) -> None:
             field = {"capacity": "C"}.get(err.key, err.key)
             message = str(err).removeprefix(f"{err.key}: ")
             raise ConfigError(f"{key}.systems[{i}].{field}", message) from None
+    if "N" in cfg:
+        _validate_sim(key, cfg)
 
 
 # ---------------------------------------------------------------------------------------
@@ -177,12 +207,8 @@ def _sojourn_points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
             limit = _policy_limit(system, policy, cfg["lam_hat"])
             for rho in cfg["rho_sim"]:
                 if rho < limit:
-                    points[f"{name}-{policy}-rho{rho:g}"] = common | {
-                        "system": name,
-                        "spec": spec,
-                        "policy": policy,
-                        "rho": rho,
-                    }
+                    params = common | {"system": name, "spec": spec, "policy": policy, "rho": rho}
+                    add_point(points, f"{name}-{policy}-rho{num(rho)}", params, "rho_sim")
     return points
 
 
@@ -513,15 +539,16 @@ def _stability_points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     points: dict[str, dict[str, Any]] = {}
     for g in cfg["gamma_slow"]:
         for d in cfg["d"]:
-            points[f"boundary-g{g:g}-d{d}"] = {
+            params = {
                 "gamma_slow": g,
                 "d": d,
                 "ratios": cfg["ratios"],
                 "ratios_bisect": cfg["ratios_bisect"],
             }
+            add_point(points, f"boundary-g{num(g)}-d{d}", params, "gamma_slow, d")
     for name, spec in _named(cfg).items():
         for side in cfg["sim_sides"]:
-            points[f"{name}-sqd-x{side:g}"] = {
+            params = {
                 "system": name,
                 "spec": spec,
                 "side": side,
@@ -530,6 +557,7 @@ def _stability_points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
                 "warmup": cfg["warmup"],
                 "batches": cfg["batches"],
             }
+            add_point(points, f"{name}-sqd-x{num(side)}", params, "sim_sides")
     return points
 
 
@@ -1326,22 +1354,23 @@ def _validate_accuracy(cfg: Mapping[str, Any]) -> None:
 
 
 def _accuracy_points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    return {
-        f"{name}-{policy}-rho{rho:g}-N{N}": {
-            "system": name,
-            "spec": spec,
-            "policy": policy,
-            "rho": rho,
-            "N": N,
-            "horizon": cfg["warmup"] + cfg["server_time"] / N,
-            "warmup": cfg["warmup"],
-            "batches": cfg["batches"],
-        }
-        for name, spec in _named(cfg).items()
-        for policy in ("scheme1", "scheme2")
-        for rho in cfg["rho"]
-        for N in cfg["N"]
-    }
+    points: dict[str, dict[str, Any]] = {}
+    for name, spec in _named(cfg).items():
+        for policy in ("scheme1", "scheme2"):
+            for rho in cfg["rho"]:
+                for N in cfg["N"]:
+                    params = {
+                        "system": name,
+                        "spec": spec,
+                        "policy": policy,
+                        "rho": rho,
+                        "N": N,
+                        "horizon": cfg["warmup"] + cfg["server_time"] / N,
+                        "warmup": cfg["warmup"],
+                        "batches": cfg["batches"],
+                    }
+                    add_point(points, f"{name}-{policy}-rho{num(rho)}-N{N}", params, "rho, N")
+    return points
 
 
 def _compute_accuracy(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
@@ -1525,20 +1554,21 @@ def _validate_chaos(cfg: Mapping[str, Any]) -> None:
 
 
 def _chaos_points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    return {
-        f"{name}-N{N}": {
-            "system": name,
-            "spec": spec,
-            "policy": cfg["policy"],
-            "rho": cfg["rho"],
-            "N": N,
-            "horizon": cfg["warmup"] + cfg["server_time"] / N,
-            "warmup": cfg["warmup"],
-            "batches": cfg["batches"],
-        }
-        for name, spec in _named(cfg).items()
-        for N in cfg["N"]
-    }
+    points: dict[str, dict[str, Any]] = {}
+    for name, spec in _named(cfg).items():
+        for N in cfg["N"]:
+            params = {
+                "system": name,
+                "spec": spec,
+                "policy": cfg["policy"],
+                "rho": cfg["rho"],
+                "N": N,
+                "horizon": cfg["warmup"] + cfg["server_time"] / N,
+                "warmup": cfg["warmup"],
+                "batches": cfg["batches"],
+            }
+            add_point(points, f"{name}-N{N}", params, "N")
+    return points
 
 
 def _variance(sim: Any, j: int) -> dict[str, float]:

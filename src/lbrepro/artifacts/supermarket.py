@@ -20,6 +20,7 @@ from scipy import optimize, stats
 from lbrepro.artifacts.registry import Artifact, Rows, register
 from lbrepro.core.claims import Claim, make_claim
 from lbrepro.core.errors import ConfigError
+from lbrepro.core.ids import add_point, num
 from lbrepro.core.io import select
 from lbrepro.core.stats import Estimate
 from lbrepro.core.verdicts import (
@@ -136,11 +137,12 @@ def _validate_tail(cfg: Mapping[str, Any]) -> None:
 
 def _tail_points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     keep = ("N", "horizon", "warmup", "kmax", "batches", "replace")
-    return {
-        f"rho{rho:g}-d{d}": {"rho": rho, "d": d, **{k: cfg[k] for k in keep}}
-        for rho in cfg["rho"]
-        for d in cfg["d"]
-    }
+    points: dict[str, dict[str, Any]] = {}
+    for rho in cfg["rho"]:
+        for d in cfg["d"]:
+            params = {"rho": rho, "d": d, **{k: cfg[k] for k in keep}}
+            add_point(points, f"rho{num(rho)}-d{d}", params, "rho, d")
+    return points
 
 
 def _u_rows(method: str, u: np.ndarray, kmax: int, **extra: Any) -> Rows:
@@ -496,19 +498,20 @@ def _validate_accuracy(cfg: Mapping[str, Any]) -> None:
 
 
 def _accuracy_points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    return {
-        f"rho{rho:g}-d{d}-N{N}": {
-            "rho": rho,
-            "d": d,
-            "N": N,
-            "horizon": cfg["warmup"] + cfg["server_time"] / N,
-            "warmup": cfg["warmup"],
-            "batches": cfg["batches"],
-            "replace": cfg["replace"],
-        }
-        for rho, d in cfg["cases"]
-        for N in cfg["N"]
-    }
+    points: dict[str, dict[str, Any]] = {}
+    for rho, d in cfg["cases"]:
+        for N in cfg["N"]:
+            params = {
+                "rho": rho,
+                "d": d,
+                "N": N,
+                "horizon": cfg["warmup"] + cfg["server_time"] / N,
+                "warmup": cfg["warmup"],
+                "batches": cfg["batches"],
+                "replace": cfg["replace"],
+            }
+            add_point(points, f"rho{num(rho)}-d{d}-N{N}", params, "cases, N")
+    return points
 
 
 def _compute_accuracy(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:

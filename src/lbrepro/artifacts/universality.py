@@ -24,6 +24,7 @@ import numpy as np
 from lbrepro.artifacts.registry import Artifact, Rows, register
 from lbrepro.core.claims import Claim, consistency, make_claim
 from lbrepro.core.errors import ConfigError
+from lbrepro.core.ids import add_point
 from lbrepro.core.io import select
 from lbrepro.core.stats import Estimate
 from lbrepro.core.verdicts import (
@@ -155,18 +156,19 @@ def _validate_fluid(cfg: Mapping[str, Any]) -> None:
 
 
 def _fluid_points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    return {
-        f"d{family}-N{N}": {
-            "lam": cfg["lam"],
-            "family": str(family),
-            "N": N,
-            "horizon": cfg["warmup"] + cfg["server_time"] / N,
-            "warmup": cfg["warmup"],
-            "batches": cfg["batches"],
-        }
-        for family in _fluid_families(cfg)
-        for N in cfg["N"]
-    }
+    points: dict[str, dict[str, Any]] = {}
+    for family in _fluid_families(cfg):
+        for N in cfg["N"]:
+            params = {
+                "lam": cfg["lam"],
+                "family": str(family),
+                "N": N,
+                "horizon": cfg["warmup"] + cfg["server_time"] / N,
+                "warmup": cfg["warmup"],
+                "batches": cfg["batches"],
+            }
+            add_point(points, f"d{family}-N{N}", params, "d, N")
+    return points
 
 
 def _compute_fluid(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
@@ -456,18 +458,18 @@ def _diffusion_control(families: list[str]) -> str | None:
 
 
 def _diffusion_points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    points = {
-        f"d{family}-N{N}": {
-            "beta": cfg["beta"],
-            "family": str(family),
-            "N": N,
-            "horizon": cfg["warmup"] + cfg["horizon"],
-            "warmup": cfg["warmup"],
-            "batches": cfg["batches"],
-        }
-        for family in cfg["d"]
-        for N in _diffusion_Ns(cfg, family)
-    }
+    points: dict[str, dict[str, Any]] = {}
+    for family in cfg["d"]:
+        for N in _diffusion_Ns(cfg, family):
+            params = {
+                "beta": cfg["beta"],
+                "family": str(family),
+                "N": N,
+                "horizon": cfg["warmup"] + cfg["horizon"],
+                "warmup": cfg["warmup"],
+                "batches": cfg["batches"],
+            }
+            add_point(points, f"d{family}-N{N}", params, "d, N")
     sde = cfg["sde"]
     points["sde"] = {
         "beta": cfg["beta"],
@@ -799,8 +801,9 @@ def _validate_overhead(cfg: Mapping[str, Any]) -> None:
 
 
 def _overhead_points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    return {
-        f"d{family}": {
+    points: dict[str, dict[str, Any]] = {}
+    for family in cfg["d"]:
+        params = {
             "lam": cfg["lam"],
             "family": str(family),
             "N": cfg["N"],
@@ -808,8 +811,8 @@ def _overhead_points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
             "warmup": cfg["warmup"],
             "batches": cfg["batches"],
         }
-        for family in cfg["d"]
-    }
+        add_point(points, f"d{family}", params, "d")
+    return points
 
 
 def _compute_overhead(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:

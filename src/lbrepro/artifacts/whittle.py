@@ -20,6 +20,7 @@ import numpy as np
 from lbrepro.artifacts.registry import Artifact, Rows, register
 from lbrepro.core.claims import Claim, close, consistency, make_claim
 from lbrepro.core.errors import ConfigError
+from lbrepro.core.ids import add_point, num
 from lbrepro.core.io import select
 from lbrepro.core.stats import Estimate
 from lbrepro.core.verdicts import (
@@ -81,17 +82,19 @@ def _check_grid(cfg: Mapping[str, Any], aid: str) -> None:
 
 
 def _index_points(cfg: Mapping[str, Any], betas: list[float]) -> dict[str, dict[str, Any]]:
-    return {
-        f"p{p:g}-beta{b:g}" if betas != [0.0] else f"p{p:g}": {
-            "p": p,
-            "beta": b,
-            "q": list(cfg["q"]),
-            "d": [str(d) for d in cfg["d"]],
-            "nmax": cfg["nmax"],
-        }
-        for p in cfg["p"]
-        for b in betas
-    }
+    points: dict[str, dict[str, Any]] = {}
+    for p in cfg["p"]:
+        for b in betas:
+            params = {
+                "p": p,
+                "beta": b,
+                "q": list(cfg["q"]),
+                "d": [str(d) for d in cfg["d"]],
+                "nmax": cfg["nmax"],
+            }
+            point_id = f"p{num(p)}-beta{num(b)}" if betas != [0.0] else f"p{num(p)}"
+            add_point(points, point_id, params, "p, beta")
+    return points
 
 
 #: Mean–variance weight of the control rows the linear-cost artifact adds (its claims' control).
@@ -469,10 +472,11 @@ register(
 
 
 def _fcfs_points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    return {
-        f"p{p:g}": {"p": p, "q": list(cfg["q"]), "beta": list(cfg["beta"]), "nmax": cfg["nmax"]}
-        for p in cfg["p"]
-    }
+    points: dict[str, dict[str, Any]] = {}
+    for p in cfg["p"]:
+        params = {"p": p, "q": list(cfg["q"]), "beta": list(cfg["beta"]), "nmax": cfg["nmax"]}
+        add_point(points, f"p{num(p)}", params, "p")
+    return points
 
 
 #: The control of the FCFS closed form: evaluated at q·(1 − FCFS_CONTROL_DQ) instead of q.
@@ -619,18 +623,20 @@ def _cost_cases(cfg: Mapping[str, Any]) -> list[tuple[str, float]]:
 
 
 def _indexability_points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    return {
-        f"p{p:g}-{cost}{'' if cost == 'linear' else f'{beta:g}'}": {
-            "p": p,
-            "cost": cost,
-            "beta": beta,
-            "q": list(cfg["q"]),
-            "d": [str(d) for d in cfg["d"]],
-            "mmax": cfg["mmax"],
-        }
-        for p in cfg["p"]
-        for cost, beta in _cost_cases(cfg)
-    }
+    points: dict[str, dict[str, Any]] = {}
+    for p in cfg["p"]:
+        for cost, beta in _cost_cases(cfg):
+            params = {
+                "p": p,
+                "cost": cost,
+                "beta": beta,
+                "q": list(cfg["q"]),
+                "d": [str(d) for d in cfg["d"]],
+                "mmax": cfg["mmax"],
+            }
+            point_id = f"p{num(p)}-{cost}{'' if cost == 'linear' else num(beta)}"
+            add_point(points, point_id, params, "p, beta")
+    return points
 
 
 def _compute_indexability(params: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
@@ -775,7 +781,12 @@ def _scenarios(cfg: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     A list, not a mapping: the quick profile must be able to *replace* the scenarios, and
     config files merge mappings key by key but replace lists whole.
     """
-    return {sc["name"]: sc for sc in cfg["scenarios"]}
+    named: dict[str, Mapping[str, Any]] = {}
+    for i, sc in enumerate(cfg["scenarios"]):
+        if sc["name"] in named:
+            raise ConfigError(f"scenarios[{i}].name", f"duplicate scenario name {sc['name']!r}")
+        named[sc["name"]] = sc
+    return named
 
 
 def _validate_scenarios(cfg: Mapping[str, Any], aid: str) -> None:
@@ -817,7 +828,7 @@ def _compare_points(cfg: Mapping[str, Any], simulate: bool) -> dict[str, dict[st
                 }
                 if simulate:
                     params |= {k: cfg[k] for k in ("slots", "warmup", "batches")}
-                out[f"{name}-{cost}-p{p:g}"] = params
+                add_point(out, f"{name}-{cost}-p{num(p)}", params, f"scenarios.{name}.p")
     return out
 
 

@@ -509,34 +509,48 @@ def simulate(
 
 
 def solve(dist: Any, lam: Any, d: Any) -> dict[str, Any]:
-    """JSON-ready summary for ``lbrepro solve general``: published CF and exact PH MF."""
+    """JSON-ready summary for ``lbrepro solve general``: the truth first.
+
+    The top level holds the exact mean field (the cavity queue, for phase-type service; the
+    M/G/1 mean sojourn at d = 1 for any service), so a script reading ``.mean_sojourn`` gets
+    the right number; where no exact value exists it is ``null``. The paper's closed form,
+    known to be wrong beyond exponential service, sits under ``published``.
+    """
     dist, lam, d = _validate(dist, lam, d)
     pi = published_tail(dist, lam, d, tol=1e-16)
     out: dict[str, Any] = {
         "model": "general",
         "params": {"dist": dist.as_dict(), "lam": lam, "d": d, "rho": lam * dist.mean},
-        "method": "cf",
+        "method": "none",
+        "u": None,
+        "mean_jobs": None,
+        "mean_sojourn": None,
+    }
+    if dist.is_phase_type:
+        mf = cavity_fixed_point(dist, lam, d)
+        out |= {
+            "method": "exact mean field (cavity queue)",
+            "u": [float(v) for v in mf.u if v > 1e-16] or [1.0],
+            "mean_jobs": mf.mean_jobs,
+            "mean_sojourn": mf.mean_sojourn(lam),
+            "K": mf.K,
+            "residual": mf.residual,
+        }
+    elif d == 1:
+        out |= {
+            "method": "M/G/1 (Pollaczek–Khinchine)",
+            "mean_sojourn": mg1_mean_sojourn(dist, lam),
+        }
+    if d == 1:
+        out["mg1_mean_sojourn"] = mg1_mean_sojourn(dist, lam)
+    out["published"] = {
+        "method": "published closed form (Li & Lui); exact for exponential service only",
         "theta": theta(dist, d),
         "theta_closed_form": theta_closed_form(dist, d),
         "u": [float(v) for v in pi],
         "mean_jobs": float(np.sum(pi[1:])),
         "mean_sojourn": published_sojourn(dist, lam, d),
     }
-    if dist.is_phase_type:
-        mf = cavity_fixed_point(dist, lam, d)
-        out["method"] = "cf+mf"
-        out["fixed_points"] = [
-            {
-                "method": "exact mean field (cavity queue)",
-                "u": [float(v) for v in mf.u if v > 1e-16] or [1.0],
-                "mean_jobs": mf.mean_jobs,
-                "mean_sojourn": mf.mean_sojourn(lam),
-                "K": mf.K,
-                "residual": mf.residual,
-            }
-        ]
-    if d == 1:
-        out["mg1_mean_sojourn"] = mg1_mean_sojourn(dist, lam)
     return out
 
 

@@ -338,8 +338,18 @@ def parse(spec: str, mean: float = 1.0) -> ServiceDist:
 
     ``exp``, ``erlang:m``, ``hyperexp:scv`` (balanced-means H2 with that squared coefficient
     of variation), ``hyperexp:p1,p2,r1,r2``, ``coxian:r1,r2,…;c1,…``, ``det``,
-    ``weibull:shape``, ``lomax:alpha``, ``lognormal:s``.
+    ``weibull:shape``, ``lomax:alpha``, ``lognormal:s``. Parameters whose moments overflow a
+    float (``lognormal:50``) raise a ConfigError, not an OverflowError.
     """
+    try:
+        return _parse(spec, mean)
+    except (OverflowError, ZeroDivisionError):
+        raise ConfigError(
+            "dist", f"{spec!r}: parameter out of range (the moments overflow a float)"
+        ) from None
+
+
+def _parse(spec: str, mean: float) -> ServiceDist:
     if not isinstance(spec, str) or not spec:
         raise ConfigError("dist", f"must be a string like 'erlang:2', got {spec!r}")
     name, _, rest = spec.partition(":")

@@ -1,0 +1,434 @@
+"""Hostile but realistic inputs (issue 12): every bad config value and command-line argument
+is refused before any job runs or anything is allocated, with one line naming the key or the
+flag and exit code 2; good values keep working. Table-driven, so none regresses.
+
+Tables: ``GENERATED`` (every numeric key of every artifact of config/config.yaml given NaN,
+±inf and a negative value, an unknown key and a missing required key per artifact),
+``CONFIG_CASES`` (the issue's cases and relations between keys), ``FILE_CASES`` (broken
+files), ``CLI_CASES`` (bad arguments) and ``ACCEPTED`` (values that must keep working).
+"""
+
+from __future__ import annotations
+
+import math
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from lbrepro import cli
+from lbrepro.config import CONFIG_PATH, deep_merge, load_config, load_schema, validate_config
+from lbrepro.core.errors import ConfigError
+from lbrepro.core.ids import POINT_ID, num
+from lbrepro.pipeline import points
+
+BASE = load_config(CONFIG_PATH)
+SCHEMA = load_schema()
+COMMON = {"seed": BASE["seed"], "simulation": BASE["simulation"]}
+
+
+def _one(artifact: str, override: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The config of one artifact (fast to validate), with ``override`` merged in."""
+    return COMMON | {artifact: deep_merge(BASE[artifact], override or {})}
+
+
+def _refused(config: dict[str, Any]) -> ConfigError:
+    with pytest.raises(ConfigError) as info:
+        validate_config(config)
+    assert "\n" not in str(info.value), str(info.value)
+    return info.value
+
+
+# ------------------------------------------------------------------- generated config cases
+def _generated() -> list[Any]:
+    cases = []
+    for artifact, section in BASE.items():
+        if not isinstance(section, dict) or artifact == "simulation":
+            continue
+        required = SCHEMA["properties"][artifact].get("required", [])
+        cases.append(
+            pytest.param(
+                artifact, {"colour": "red"}, f"{artifact}.colour", id=f"{artifact}-unknown"
+            )
+        )
+        if required:
+            cases.append(
+                pytest.param(artifact, None, f"{artifact}.{required[0]}", id=f"{artifact}-missing")
+            )
+        for key, value in section.items():
+            scalar = isinstance(value, int | float) and not isinstance(value, bool)
+            listed = (
+                isinstance(value, list)
+                and value
+                and all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)
+            )
+            if not (scalar or listed):
+                continue
+            where = f"{artifact}.{key}" + ("[0]" if listed else "")
+            for label, bad in (("nan", math.nan), ("inf", math.inf), ("neg", -1)):
+                cases.append(
+                    pytest.param(
+                        artifact,
+                        {key: [bad, *value[1:]] if listed else bad},
+                        where,
+                        id=f"{artifact}.{key}={label}",
+                    )
+                )
+    return cases
+
+
+GENERATED = _generated()
+
+
+@pytest.mark.parametrize(("artifact", "override", "key"), GENERATED)
+def test_generated_bad_value_names_its_key(artifact: str, override: Any, key: str) -> None:
+    if override is None:  # drop the first required key
+        section = dict(BASE[artifact])
+        section.pop(key.split(".", 1)[1])
+        config = COMMON | {artifact: section}
+    else:
+        config = _one(artifact, override)
+    err = _refused(config)
+    assert err.key.startswith(key), (err.key, str(err))
+
+
+# ---------------------------------------------------------------------- hand-written cases
+CONFIG_CASES = [
+    # Silent data loss: ids must be unique and faithful.
+    ("supermarket-tail", {"rho": [0.9, 0.9]}, "supermarket-tail.rho"),
+    ("supermarket-tail", {"d": [2, 2]}, "supermarket-tail.rho, d"),
+    ("supermarket-accuracy", {"N": [100, 100]}, "supermarket-accuracy.cases, N"),
+    ("supermarket-accuracy", {"cases": [[0.9, 2], [0.9, 2]]}, "supermarket-accuracy.cases"),
+    ("general-sojourn", {"rho": [0.7, 0.7]}, "general-sojourn.dists, rho"),
+    ("general-sojourn", {"dists": ["exp", "exp"]}, "general-sojourn.dists"),
+    ("general-audit", {"rho": [0.5, 0.5]}, "general-audit.dists, rho"),
+    ("general-tail", {"dists": ["exp", "exp"]}, "general-tail.dists"),
+    ("hetero-accuracy", {"rho": [0.9, 0.9]}, "hetero-accuracy.rho, N"),
+    ("hetero-stability", {"sim_sides": [0.9, 0.9, 1.1]}, "hetero-stability.sim_sides"),
+    ("hetero-stability", {"gamma_slow": [0.5, 0.5]}, "hetero-stability.gamma_slow"),
+    ("hetero-chaos", {"N": [10, 10]}, "hetero-chaos.N"),
+    (
+        "hetero-tail",
+        {"systems": [{"name": "A", "gamma": [1], "C": [1], "d": [2]}] * 2},
+        "hetero-tail.systems[1].name",
+    ),
+    ("whittle-index-linear", {"p": [0.3, 0.3]}, "whittle-index-linear.p"),
+    ("whittle-fcfs", {"p": [0.3, 0.3]}, "whittle-fcfs.p"),
+    ("whittle-indexability", {"beta": [1, 1]}, "whittle-indexability.p, beta"),
+    ("universality-fluid", {"N": [100, 100]}, "universality-fluid.d, N"),
+    ("universality-overhead", {"d": [2, 2]}, "universality-overhead.d"),
+    ("affinity-queue-length", {"lam_sim": [0.5, 0.5]}, "affinity-queue-length.lam_sim"),
+    ("affinity-tunneling", {"N": [50, 50]}, "affinity-tunneling.N"),
+    (
+        "affinity-sim-vs-fluid",
+        {"cases": [[3, "empty"], [3, "empty"]]},
+        "affinity-sim-vs-fluid.cases",
+    ),
+    # Validation gaps that used to fail at job time.
+    ("supermarket-tail", {"rho": [math.nan]}, "supermarket-tail.rho[0]"),
+    ("supermarket-tail", {"horizon": math.nan}, "supermarket-tail.horizon"),
+    ("supermarket-tail", {"horizon": math.inf}, "supermarket-tail.horizon"),
+    ("hetero-tail", {"warmup": 1e9}, "hetero-tail.warmup"),
+    ("hetero-sojourn", {"warmup": 1e9}, "hetero-sojourn.warmup"),
+    ("hetero-stability", {"warmup": 1e9}, "hetero-stability.warmup"),
+    ("hetero-tail", {"N": 201}, "hetero-tail.N"),
+    ("hetero-accuracy", {"N": [11, 100]}, "hetero-accuracy.N"),
+    ("hetero-chaos", {"N": [11, 40]}, "hetero-chaos.N"),
+    ("affinity-tunneling", {"low": 0.8, "high": 0.2}, "affinity-tunneling.low"),
+    ("affinity-tunneling", {"low": 0.5, "high": 0.5}, "affinity-tunneling.low"),
+    ("affinity-queue-length", {"lam_sim": [1.2]}, "affinity-queue-length.lam_sim[0]"),
+    ("affinity-waiting", {"lam_sim": [0.5, 1.2]}, "affinity-waiting.lam_sim[1]"),
+    ("affinity-queue-length", {"lam_grid": [0.5, 1.5]}, "affinity-queue-length.lam_grid[1]"),
+    ("general-sojourn", {"dists": ["lognormal:50"]}, "general-sojourn.dists[0]"),
+    ("general-theta-examples", {"dists": ["weibull:0.001"]}, "general-theta-examples.dists[0]"),
+    # Allocation limits shared with the CLI.
+    ("supermarket-tail", {"N": 1_000_000_000}, "supermarket-tail.N"),
+    ("general-sojourn", {"N": 1_000_000_000}, "general-sojourn.N"),
+    ("affinity-queue-length", {"N": 1_000_000_000}, "affinity-queue-length.N"),
+    ("universality-fluid", {"N": [1_000_000_000]}, "universality-fluid.N[0]"),
+    ("universality-overhead", {"N": 1_000_000_000}, "universality-overhead.N"),
+    ("whittle-index-linear", {"nmax": 100_000_000}, "whittle-index-linear.nmax"),
+    ("whittle-fcfs", {"nmax": 100_000_000}, "whittle-fcfs.nmax"),
+    # Relations and types that already worked (keep them).
+    ("supermarket-tail", {"rho": [0.9, 1.5]}, "supermarket-tail.rho[1]"),
+    ("supermarket-tail", {"warmup": 1e9}, "supermarket-tail.warmup"),
+    ("supermarket-tail", {"rho": "0.9"}, "supermarket-tail.rho"),
+    ("supermarket-tail", {"N": "1e8"}, "supermarket-tail.N"),
+    ("supermarket-tail", {"d": [0]}, "supermarket-tail.d[0]"),
+    ("supermarket-tail", {"N": 10.5}, "supermarket-tail.N"),
+    ("supermarket-accuracy", {"cases": [[0.9, 0]]}, "supermarket-accuracy.cases[0][1]"),
+    ("hetero-tail", {"rho": 1.2}, "hetero-tail.rho"),
+    ("hetero-sojourn", {"rho_sim": [0.123]}, "hetero-sojourn.rho_sim[0]"),
+    ("hetero-sojourn", {"rho_sim": [1.0]}, "hetero-sojourn.rho_sim[0]"),
+    ("whittle-index-linear", {"p": [1.5]}, "whittle-index-linear.p[0]"),
+    ("whittle-index-linear", {"d": [0]}, "whittle-index-linear.d[0]"),
+    ("general-sojourn", {"dists": ["nosuch:1"]}, "general-sojourn.dists[0]"),
+    ("general-sojourn", {"rho": [1.0]}, "general-sojourn.rho[0]"),
+    ("affinity-trajectories", {"lam": 1.5}, "affinity-trajectories.lam"),
+    ("affinity-trajectories", {"mu2": 1.5}, "affinity-trajectories.mu2"),
+]
+
+
+@pytest.mark.parametrize(
+    ("artifact", "override", "key"),
+    CONFIG_CASES,
+    ids=[f"{a}:{next(iter(o))}={o[next(iter(o))]!r}"[:80] for a, o, _ in CONFIG_CASES],
+)
+def test_bad_config_names_its_key(artifact: str, override: dict[str, Any], key: str) -> None:
+    err = _refused(_one(artifact, override))
+    assert err.key == key or err.key.startswith(key), (err.key, str(err))
+
+
+def test_seed_must_be_finite_integer() -> None:
+    for bad, key in ((math.inf, "seed"), (-3, "seed"), (math.nan, "seed"), ("7", "seed")):
+        assert _refused(COMMON | {"seed": bad}).key == key
+
+
+FILE_CASES = [
+    ("tabs", b"seed: 1\nsimulation:\n\tbatches: 3\n", "tabs"),
+    ("unclosed", b"seed: [1\n", "not valid YAML"),
+    ("colon", b"seed: 1\n  simulation: : :\n", "not valid YAML"),
+    ("binary", bytes(range(256)) * 4, "not a text file"),
+    ("list", b"- 1\n- 2\n", "mapping"),
+]
+
+
+@pytest.mark.parametrize(("name", "content", "needle"), FILE_CASES, ids=[c[0] for c in FILE_CASES])
+def test_broken_file_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, content: bytes, needle: str
+) -> None:
+    path = tmp_path / f"{name}.yaml"
+    path.write_bytes(content)
+    assert cli.main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(path) in err and needle in err, err
+
+
+# ----------------------------------------------------------------------------- the CLI
+SIM = ["--N", "100", "--horizon", "50"]
+CLI_CASES = [
+    # Allocations refused before allocating.
+    (
+        ["simulate", "general", "--lam", "0.5", "--d", "2", "--N", "1000000000", "--horizon", "5"],
+        "--N",
+    ),
+    (
+        [
+            "simulate",
+            "affinity",
+            "--lam",
+            "0.5",
+            "--d1",
+            "2",
+            "--N",
+            "1000000000",
+            "--horizon",
+            "5",
+        ],
+        "--N",
+    ),
+    (
+        [
+            "simulate",
+            "universality",
+            "--lam",
+            "0.5",
+            "--d",
+            "2",
+            "--N",
+            "1000000000",
+            "--horizon",
+            "5",
+        ],
+        "--N",
+    ),
+    (
+        [
+            "simulate",
+            "supermarket",
+            "--lam",
+            "0.5",
+            "--d",
+            "2",
+            "--N",
+            "1000000000",
+            "--horizon",
+            "5",
+        ],
+        "--N",
+    ),
+    (["solve", "whittle", "--p", "0.3", "--q", "0.5", "--d", "1", "--nmax", "100000000"], "--nmax"),
+    (["solve", "whittle", "--p", "0.3", "--q", "0.5", "--d", "1", "--nmax", "201"], "--nmax"),
+    (["solve", "whittle", "--p", "0.3", "--q", "0.5", "--d", "1", "--B", "100000"], "--B"),
+    (["solve", "supermarket", "--lam", "0.999999999", "--d", "1"], "--lam"),
+    (["simulate", "supermarket", "--lam", "0.999999999", "--d", "1", *SIM], "--lam"),
+    # Non-finite and overflowing numbers.
+    (
+        ["simulate", "supermarket", "--lam", "0.9", "--d", "2", "--N", "1e400", "--horizon", "5"],
+        "--N",
+    ),
+    (["simulate", "supermarket", "--lam", "0.9", "--d", "2", *SIM, "--seed", "inf"], "--seed"),
+    (["simulate", "supermarket", "--lam", "0.9", "--d", "2", *SIM, "--seed", "nan"], "--seed"),
+    (["simulate", "supermarket", "--lam", "0.9", "--d", "2", *SIM, "--seed", "-3"], "--seed"),
+    (
+        ["simulate", "supermarket", "--lam", "0.9", "--d", "2", "--N", "100", "--horizon", "nan"],
+        "--horizon",
+    ),
+    (
+        ["simulate", "supermarket", "--lam", "0.9", "--d", "2", "--N", "100", "--horizon", "inf"],
+        "--horizon",
+    ),
+    (
+        ["simulate", "supermarket", "--lam", "0.9", "--d", "2", "--N", "100", "--horizon", "-5"],
+        "--horizon",
+    ),
+    (
+        ["simulate", "supermarket", "--lam", "0.9", "--d", "2", "--N", "100", "--horizon", "0"],
+        "--horizon",
+    ),
+    (["simulate", "supermarket", "--lam", "0.9", "--d", "2", *SIM, "--warmup", "-1"], "--warmup"),
+    (["simulate", "supermarket", "--lam", "0.9", "--d", "2", *SIM, "--warmup", "50"], "--warmup"),
+    (["simulate", "supermarket", "--lam", "0.9", "--d", "2", *SIM, "--warmup", "nan"], "--warmup"),
+    (["simulate", "supermarket", "--lam", "0.9", "--d", "2", *SIM, "--batches", "1"], "--batches"),
+    (["simulate", "supermarket", "--lam", "0.9", "--d", "2", "--N", "0", "--horizon", "5"], "--N"),
+    (
+        ["simulate", "supermarket", "--lam", "0.9", "--d", "2", "--N", "10.5", "--horizon", "5"],
+        "--N",
+    ),
+    (
+        ["simulate", "supermarket", "--lam", "0.9", "--d", "2", "--N", "ten", "--horizon", "5"],
+        "--N",
+    ),
+    (["solve", "supermarket", "--lam", "nan", "--d", "2"], "--lam"),
+    (["solve", "supermarket", "--lam", "inf", "--d", "2"], "--lam"),
+    (["solve", "supermarket", "--lam", "1e400", "--d", "2"], "--lam"),
+    (["solve", "supermarket", "--lam", "1.5", "--d", "2"], "--lam"),
+    (["solve", "supermarket", "--lam", "-0.5", "--d", "2"], "--lam"),
+    (["solve", "supermarket", "--lam", "0.9", "--d", "0"], "--d"),
+    (["solve", "supermarket", "--lam", "0.9", "--d", "1.5"], "--d"),
+    (["solve", "supermarket", "--lam", "0.9", "--d", "2", "--mu", "nan"], "--mu"),
+    (["solve", "general", "--dist", "lognormal:50", "--lam", "0.8", "--d", "2"], "--dist"),
+    (["solve", "general", "--dist", "weibull:0.001", "--lam", "0.8", "--d", "2"], "--dist"),
+    (["solve", "general", "--dist", "nosuch", "--lam", "0.8", "--d", "2"], "--dist"),
+    (["solve", "general", "--dist", "erlang:2.5", "--lam", "0.8", "--d", "2"], "--dist"),
+    (["solve", "general", "--dist", "exp", "--lam", "1.2", "--d", "2"], "--lam"),
+    (["solve", "affinity", "--lam", "1.2", "--d1", "3"], "--lam"),
+    (["solve", "affinity", "--lam", "0.5", "--d1", "3", "--mu2", "2"], "--mu2"),
+    (["solve", "affinity", "--lam", "0.5", "--d1", "0"], "--d1"),
+    (["solve", "universality", "--lam", "0.9", "--d", "0"], "--d"),
+    (["solve", "universality", "--lam", "1.5", "--d", "2"], "--lam"),
+    (["solve", "hetero", "--lam", "2", "--gamma", "0.5,0.5", "--C", "1,2", "--d", "2,2"], "--lam"),
+    (
+        ["solve", "hetero", "--lam", "1", "--gamma", "0.5,0.6", "--C", "1,2", "--d", "2,2"],
+        "--gamma",
+    ),
+    (
+        [
+            "simulate",
+            "hetero",
+            "--lam",
+            "1.2",
+            "--gamma",
+            "0.5,0.5",
+            "--C",
+            "1,2",
+            "--d",
+            "2,2",
+            "--N",
+            "201",
+            "--horizon",
+            "50",
+        ],
+        "--gamma",
+    ),
+    (["solve", "whittle", "--p", "1.5", "--q", "0.5", "--d", "1"], "--p"),
+    (["solve", "whittle", "--p", "nan", "--q", "0.5", "--d", "1"], "--p"),
+    (["solve", "whittle", "--p", "0.3", "--q", "0.5", "--d", "1", "--cost", "nosuch"], "cost"),
+]
+
+
+@pytest.mark.parametrize(
+    "argv", [c[0] for c in CLI_CASES], ids=[" ".join(c[0])[:70] for c in CLI_CASES]
+)
+def test_bad_argument_is_one_line_naming_the_flag(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    flag = dict((tuple(a), f) for a, f in CLI_CASES)[tuple(argv)]
+    try:
+        code = cli.main(argv)
+    except SystemExit as stop:  # argparse usage errors
+        code = stop.code
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.startswith("lbrepro: error: ") and err.count("\n") == 1, err
+    assert flag in err, err
+
+
+def test_list_into_a_closed_pipe_is_quiet() -> None:
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        f"{sys.executable} -m lbrepro list | head -1",
+        shell=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0 and proc.stdout.count("\n") == 1
+    assert "Broken pipe" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert signal.SIGPIPE  # the reader closing early is normal use, not an error
+
+
+def test_non_finite_results_are_json_null(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["solve", "affinity", "--lam", "1e-300", "--d1", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "NaN" not in out and "Infinity" not in out
+    yaml.safe_load(out)  # valid JSON is valid YAML
+
+
+# ------------------------------------------------------------------ what must keep working
+ACCEPTED = [
+    ("supermarket-tail", {"rho": [0.9, 0.9000001]}, {"rho0.9-d2", "rho0.9000001-d2"}),
+    ("supermarket-tail", {"rho": [0.99999999]}, {"rho0.99999999-d2"}),
+    ("supermarket-tail", {"rho": [0.5, 0.9]}, {"rho0.5-d2", "rho0.9-d2"}),
+    ("supermarket-tail", {"rho": [1e-05]}, {"rho1e-05-d2"}),
+    ("general-sojourn", {"rho": [0.7, 0.7000001]}, {"exp-rho0.7", "exp-rho0.7000001"}),
+    ("hetero-accuracy", {"rho": [0.9, 0.9000001]}, {"H2-scheme1-rho0.9000001-N10"}),
+    ("whittle-fcfs", {"p": [0.3, 0.30000001]}, {"p0.3", "p0.30000001"}),
+    ("affinity-queue-length", {"lam_sim": [0.8, 0.8000001]}, {"sim-lam0.8", "sim-lam0.8000001"}),
+    ("hetero-stability", {"sim_sides": [0.9, 0.90000001, 1.1]}, set()),
+]
+
+
+@pytest.mark.parametrize(("artifact", "override", "ids"), ACCEPTED)
+def test_close_values_stay_distinct_points(artifact: str, override: dict, ids: set[str]) -> None:
+    config = _one(artifact, override)
+    validate_config(config)
+    table = points(config, artifact)
+    assert ids <= set(table), sorted(table)
+    assert all(POINT_ID.fullmatch(p) for p in table)
+
+
+@pytest.mark.parametrize(
+    "x", [0.9, 0.1 + 0.2, 2.0, 7, 1e-05, 1e20, 123456789.0, 0.99999999, 1 / 3, 5e-324, -0.25]
+)
+def test_point_id_number_is_faithful_and_file_safe(x: float) -> None:
+    text = num(x)
+    assert float(text) == x and POINT_ID.fullmatch(text), text
+
+
+def test_ordinary_values_keep_their_ids() -> None:
+    assert [num(x) for x in (0.9, 2.0, 1, 0.95, 1e-05)] == ["0.9", "2", "1", "0.95", "1e-05"]
+
+
+def test_default_and_quick_configs_still_validate() -> None:
+    validate_config(BASE)
+    validate_config(load_config(CONFIG_PATH, CONFIG_PATH.parent / "quick.yaml"))
+
+
+def test_table_is_large_enough() -> None:
+    total = len(GENERATED) + len(CONFIG_CASES) + len(FILE_CASES) + len(CLI_CASES) + len(ACCEPTED)
+    assert total >= 150, total

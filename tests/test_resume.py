@@ -1,0 +1,141 @@
+"""Interrupt a running Snakemake mid-job (SIGINT, SIGTERM, SIGKILL): the plain rerun command
+resumes and completes — no --unlock, no --rerun-incomplete to remember."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from lbrepro.core import runlock
+
+ROOT = Path(__file__).resolve().parents[1]
+TARGET = "results/supermarket/supermarket-tail.csv"
+# One point that computes for a few seconds, on the quick profile.
+TINY = """\
+supermarket-tail:
+  rho: [0.9]
+  d: [2]
+  N: 200
+  horizon: 5000
+  warmup: 100
+"""
+
+
+def _command(tmp_path: Path) -> list[str]:
+    """The plain command a user reruns (the default profile is found beside the Snakefile)."""
+    (tmp_path / "tiny.yaml").write_text(TINY)
+    return [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--snakefile",
+        str(ROOT / "Snakefile"),
+        "--cores",
+        "1",
+        "--configfile",
+        str(ROOT / "config" / "config.yaml"),
+        str(ROOT / "config" / "quick.yaml"),
+        str(tmp_path / "tiny.yaml"),
+        "--",
+        TARGET,
+    ]
+
+
+def _interrupt(cmd: list[str], cwd: Path, sig: signal.Signals) -> None:
+    """Start the run, wait until the point's job is running, then send ``sig``.
+
+    SIGINT goes to the whole process group, as Ctrl-C at a terminal does; SIGTERM to
+    Snakemake's process only, as ``kill <pid>`` does; SIGKILL to the whole group, as when the
+    session or the machine dies (a job orphaned by ``kill -KILL <pid>`` would only delay the
+    rerun until it ends: the rerun reruns it as incomplete).
+    """
+    proc = subprocess.Popen(
+        cmd,
+        cwd=cwd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if "rule compute_point" in line:
+                break
+        else:
+            pytest.fail("the run ended before its job started")
+        time.sleep(1.5)  # the job is running (imports, JIT, simulation)
+        assert proc.poll() is None, "the job finished before the interruption"
+        if sig in (signal.SIGINT, signal.SIGKILL):
+            os.killpg(proc.pid, sig)
+        else:
+            proc.send_signal(sig)
+        proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    # Let any job still ending its signal handling go before the rerun.
+    deadline = time.monotonic() + 30
+    while _children_of_session(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+
+def _children_of_session(sid: int) -> bool:
+    """Whether any process of the interrupted run's session is still alive (Linux /proc)."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[3]) == sid and fields[0] != "Z":  # session id, not a zombie
+            return True
+    return False
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=str)
+def test_plain_rerun_resumes_after_interruption(tmp_path: Path, sig: signal.Signals) -> None:
+    cmd = _command(tmp_path)
+    _interrupt(cmd, tmp_path, sig)
+    assert not (tmp_path / TARGET).exists()
+    if sig == signal.SIGKILL:
+        # The case Snakemake alone cannot resume from: its locks outlive the killed run.
+        assert list((tmp_path / ".snakemake" / "locks").glob("*.lock"))
+    rerun = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert (tmp_path / TARGET).exists()
+    assert not list((tmp_path / ".snakemake" / "locks").glob("*.lock"))
+
+
+def test_stale_locks_are_cleared_only_when_their_run_is_gone(tmp_path: Path) -> None:
+    locks = tmp_path / "locks"
+    locks.mkdir()
+    (locks / "0.input.lock").write_text("x\n")
+    assert runlock.clear_stale_locks(tmp_path) is None  # no record: leave Snakemake's locks
+    runlock.record_run(tmp_path)  # this test process: alive
+    assert runlock.clear_stale_locks(tmp_path) is None
+    assert (locks / "0.input.lock").exists()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    runlock.record_run(tmp_path, pid=dead.pid)
+    assert runlock.clear_stale_locks(tmp_path) == dead.pid
+    assert not (locks / "0.input.lock").exists()
+    assert not (tmp_path / runlock.RUN_FILE).exists()
+    runlock.record_run(tmp_path)
+    runlock.forget_run(tmp_path)
+    assert not (tmp_path / runlock.RUN_FILE).exists()
+
+
+def test_default_profile_is_where_snakemake_looks() -> None:
+    # Snakemake 9 reads profiles/default beside the Snakefile or the working directory
+    # (snakemake.cli.parse_args), never workflow/profiles/default.
+    profile = ROOT / "profiles" / "default" / "config.yaml"
+    assert (ROOT / "Snakefile").parent / "profiles" / "default" == profile.parent
+    assert "rerun-incomplete: true" in profile.read_text()
