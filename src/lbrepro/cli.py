@@ -418,7 +418,7 @@ def build_parser() -> argparse.ArgumentParser:
                     type=float,
                     default=None,
                     help="refuse a run expected to take more events than this "
-                    "(default 4e9, see lbrepro.sim.runlength)",
+                    "(default 1e10, see lbrepro.sim.runlength)",
                 )
                 p_model.add_argument(
                     "--progress",

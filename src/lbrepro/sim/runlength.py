@@ -12,11 +12,13 @@ beyond the event budget; an estimate still not converged is reported as such
 (``converged = False``), never silently.
 
 **Event budget.** Before simulating, a run states its expected event count (≈ event rate ×
-horizon) and refuses to start one beyond the budget — default :data:`DEFAULT_MAX_EVENTS`
-= 4·10⁹ events, about 10 CPU-minutes at the kernels' 5–10 M events/s and 10× the largest run of
-the full config (the hetero-accuracy runs at N = 5000, ≈ 1.1·10⁸ expected events, extensions
-included up to 8×) — unless the budget is raised with ``--max-events`` on ``lbrepro simulate``
-or ``simulation.max_events`` in the config.
+horizon, logged) and refuses to start one beyond the budget — default
+:data:`DEFAULT_MAX_EVENTS` = 10¹⁰ events, 1.8× the largest runs of the full config (the
+universality-diffusion points at N = 10⁵: 2 × λN × 28 050 ≈ 5.6·10⁹ events, 15–20 CPU-minutes
+each at the kernel's 5–10 M events/s) — unless the budget is raised with ``--max-events`` on
+``lbrepro simulate`` or ``simulation.max_events`` in the config; the error names both and
+quotes the estimate. An extension (doubling) is made only while the doubled run stays within
+the budget, so the budget also bounds what the data-driven run length can cost.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MAX_EVENTS = 4.0e9
+DEFAULT_MAX_EVENTS = 1.0e10
 # A kernel call should return to Python at least every this many expected events (~2–5 s).
 EVENTS_PER_RETURN = 2.0e7
 # Doublings of the run allowed when the batch means are still correlated (at most 4× the
@@ -92,7 +94,6 @@ def check_budget(expected: float, *, what: str) -> None:
     log.info("%s: expected %.3g events (budget %.3g)", what, expected, limit)
     if not expected <= limit:
         raise ConfigError(
-            "max_doublings",
             "max_events",
             f"{what} is expected to take {expected:.3g} events, more than the budget of "
             f"{limit:.3g}: shorten 'horizon' (or N), or raise the budget with --max-events "
