@@ -101,7 +101,7 @@ def cases() -> list[dict[str, Any]]:
          "exact": 0.5 / 0.5, "reference": "rho/(1-rho)"},
         {"case": "mm1-rho0.9", "lam": 0.9, "d": 1, "N": 1, "horizon": 2.0e5, "warmup": 500.0,
          "exact": 0.9 / 0.1, "reference": "rho/(1-rho)"},
-        {"case": "mm1-rho0.99", "lam": 0.99, "d": 1, "N": 1, "horizon": 2.0e6, "warmup": 5000.0,
+        {"case": "mm1-rho0.99", "lam": 0.99, "d": 1, "N": 1, "horizon": 1.6e7, "warmup": 5000.0,
          "exact": 0.99 / 0.01, "reference": "rho/(1-rho)"},
         {"case": "jsq2-N2-rho0.7", "lam": 0.7, "d": 2, "N": 2, "replace": False,
          "horizon": 2.0e4, "warmup": 100.0, "exact": jsq_two_queues(0.7),

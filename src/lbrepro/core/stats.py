@@ -259,11 +259,12 @@ def choose_batching(
 
     ``main`` is the micro-batch series of the run's main quantity. The group size doubles from
     1 until the batch means pass the one-sided von Neumann test at level ``alpha``, while at
-    least ``min_batches`` batches remain; the batching used is then one doubling coarser when
-    that still leaves ``min_batches`` batches (a test that has just passed on B means is biased
-    towards samples whose correlation looks small: on AR(1) series this safety step and the
-    AR(1) inflation of :func:`batch_means_ci` lift coverage from ~91% to ~94%). If no
-    admissible batching passes, the coarsest one is returned with ``converged = False``.
+    least ``min_batches`` batches remain; the batching used is then one doubling coarser (a
+    test that has just passed on B means is biased towards samples whose correlation looks
+    small: on AR(1) series this safety step and the AR(1) inflation of
+    :func:`batch_means_ci` lift coverage from ~91% to ~94%). If no batching passes with room
+    for that doubling, the coarsest one is returned with ``converged = False`` (and the
+    simulator extends the run).
     """
     x = np.asarray(main, dtype=float)
     n_all = x.size
@@ -296,25 +297,27 @@ def _batch_from(x: np.ndarray, start: int, min_batches: int, alpha: float) -> Ba
         _, p = von_neumann(trial.merge(x))
         best = Batching(s, group, B, p > alpha, p, start)
         if p > alpha:
-            if n // (2 * group) >= min_batches:
-                B = n // (2 * group)
-                best = Batching(n_all - 2 * group * B, 2 * group, B, True, p, start)
-            return best
+            if n // (2 * group) < min_batches:
+                # Passed only at the coarsest batching: no room for the safety doubling.
+                return Batching(s, group, B, False, p, start)
+            B = n // (2 * group)
+            return Batching(n_all - 2 * group * B, 2 * group, B, True, p, start)
         group *= 2
     assert best is not None
     return best
 
 
-def _transient_evident(x: np.ndarray, min_start: int, b: Batching, z: float = 3.0) -> bool:
+def _transient_evident(x: np.ndarray, min_start: int, b: Batching, z: float = 4.0) -> bool:
     """Whether the series after the configured warm-up shows an initial transient.
 
     MSER applied to a series that is already stationary still truncates, and prefers to cut
     where the start happens to be high — on queue lengths, whose excursions are skewed, that
     biased the mean low (M/M/1 at ρ = 0.9: −0.25 standard errors, coverage 91%). So MSER-5
     runs only when the first 1/16, 1/8 or 1/4 of the series differs from the rest by more
-    than ``z`` = 3 standard errors (≈ 1% over the three windows for normal batch means; the
-    skewed excursions of queue lengths cross 2.4 far more often; a two-sample form of
-    Schruben's test for initialisation bias), the variance per micro-batch taken from the
+    than ``z`` = 4 standard errors (a two-sample form of Schruben's test for initialisation
+    bias; far beyond chance for normal batch means, but the skewed excursions of queue
+    lengths near ρ = 1 crossed z = 2.4 and z = 3 often enough to bias the M/M/1 mean at
+    ρ = 0.99 by −0.3 standard errors), the variance per micro-batch taken from the
     batch means of ``b`` after the first quarter (group × their variance × the AR(1) factor of
     the intervals).
     """
