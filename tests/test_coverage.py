@@ -194,3 +194,27 @@ def test_fixed_point_start_is_sampled_not_truncated():
     assert (rounded * np.arange(rounded.size)).sum() / 1000 < 91.0
     again = supermarket.initial_counts(0.99, 1, 1000, seed=3)[0]
     np.testing.assert_array_equal(again, starts[3])  # the seed fixes the start
+
+
+def test_sigint_stops_a_run_cleanly_at_the_next_micro_batch(monkeypatch):
+    """A real SIGINT during a run: the handler only sets a flag, the loop raises
+    KeyboardInterrupt after the current micro-batch (not inside numba), and the previous
+    handler is restored."""
+    import os
+    import signal
+
+    real = occupancy._run
+    calls: list[int] = []
+
+    def kernel(*args):
+        calls.append(1)
+        if len(calls) == 3:
+            os.kill(os.getpid(), signal.SIGINT)
+        return real(*args)
+
+    monkeypatch.setattr(occupancy, "_run", kernel)
+    before = signal.getsignal(signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt):
+        occupancy.simulate_occupancy(lam=0.5, N=10, d=2, horizon=100.0, warmup=0.0, seed=1)
+    assert len(calls) == 3
+    assert signal.getsignal(signal.SIGINT) is before

@@ -487,4 +487,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The kernels return to Python after every micro-batch, so Ctrl-C lands here.
         print("lbrepro: interrupted", file=sys.stderr)
         return 130
+    except SystemError as err:
+        # Ctrl-C inside numba's boxing of a kernel's results surfaces as a SystemError chain.
+        cause: BaseException | None = err
+        while cause is not None and not isinstance(cause, KeyboardInterrupt):
+            cause = cause.__cause__ or cause.__context__
+        if cause is None:
+            raise
+        print("lbrepro: interrupted", file=sys.stderr)
+        return 130
     return 0

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import logging
 import math
+import signal
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -106,6 +108,38 @@ def micro_count(expected_events: float, micro: int = MICRO_BATCHES) -> int:
     return max(int(micro), math.ceil(expected_events / EVENTS_PER_RETURN))
 
 
+_stop = [False]
+
+
+def _on_sigint(signum: int, frame: object) -> None:
+    _stop[0] = True
+
+
+@contextmanager
+def _interruptible() -> Iterator[None]:
+    """Turn Ctrl-C into a flag checked between micro-batches.
+
+    Python's default handler raises KeyboardInterrupt wherever the interpreter happens to be;
+    inside numba's boxing of a kernel's results that surfaces as a SystemError chain. With
+    this handler the run stops at the next micro-batch boundary with a clean
+    KeyboardInterrupt. Left alone outside the main thread or where SIGINT is ignored.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is signal.SIG_IGN:
+        yield
+        return
+    _stop[0] = False
+    signal.signal(signal.SIGINT, _on_sigint)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        _stop[0] = False
+
+
 @dataclass(frozen=True)
 class RunLength:
     """What :func:`run_micro_batches` did: the batching chosen and the length actually run.
@@ -175,17 +209,20 @@ def run_micro_batches(
         while count < n:
             count += 1
             events += step(count * length)
+            if _stop[0]:
+                raise KeyboardInterrupt
 
-    run_to(M)
-    doublings = 0
-    while True:
-        batching = choose_batching(main(), min_start=min_start, min_batches=min_batches)
-        ok = batching.converged
-        if ok and rel_precision is not None:
-            est = batch_means_ci(batching.merge(main()), ar1=True)
-            ok = bool(est.half_width <= rel_precision * abs(est.mean))
-        if ok or doublings >= extend or 2.0 * events > max_events():
-            break
-        run_to(2 * count)
-        doublings += 1
+    with _interruptible():
+        run_to(M)
+        doublings = 0
+        while True:
+            batching = choose_batching(main(), min_start=min_start, min_batches=min_batches)
+            ok = batching.converged
+            if ok and rel_precision is not None:
+                est = batch_means_ci(batching.merge(main()), ar1=True)
+                ok = bool(est.half_width <= rel_precision * abs(est.mean))
+            if ok or doublings >= extend or 2.0 * events > max_events():
+                break
+            run_to(2 * count)
+            doublings += 1
     return RunLength(batching, length, count, count * length, doublings, ok)
