@@ -876,7 +876,10 @@ def _scheme2_weights(capacity: tuple[float, ...], max_levels: int) -> np.ndarray
 
 
 def _batch_covariances(
-    sum_area: np.ndarray, n_types: np.ndarray, duration: float
+    sum_area: np.ndarray,
+    n_types: np.ndarray,
+    duration: float,
+    center: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """One batch's covariances of two distinct tagged servers from the chaos integrals.
 
@@ -886,6 +889,11 @@ def _batch_covariances(
     product of the batch's time-averaged means: the stationary covariance, up to a bias of
     order (relaxation time / batch length) · Var(x)/N that long batches make negligible.
     Returns (cov_same per type, NaN where N_j = 1; cov_cross J × J, diagonal = cov_same).
+
+    With ``center`` (the run's mean occupancy per type, m̄) the batch's value is linearised
+    about it instead: E[x_a x_b] − m̄_a E[x_b] − E[x_a] m̄_b + m̄_a m̄_b, whose batch means
+    average exactly to the run's E[x_a x_b] − m̄_a m̄_b. Its bias is that of the run, not of
+    a batch, so data-chosen (shorter) batches do not bias the covariance.
     """
     J = n_types.size
     n = n_types.astype(np.float64)
@@ -896,8 +904,9 @@ def _batch_covariances(
     mean_x = mean_s / n
     with np.errstate(invalid="ignore", divide="ignore"):
         pair = (np.diag(mean_ss) - mean_x2) / (n * (n - 1.0))
-    same = np.where(n_types > 1, pair - mean_x**2, math.nan)
-    cross = mean_ss / np.outer(n, n) - np.outer(mean_x, mean_x)
+    m = mean_x if center is None else center
+    same = np.where(n_types > 1, pair - 2.0 * m * mean_x + m * m, math.nan)
+    cross = mean_ss / np.outer(n, n) - np.outer(m, mean_x) - np.outer(mean_x, m) + np.outer(m, m)
     cross[np.diag_indices(J)] = same
     return same, cross
 
@@ -1213,10 +1222,11 @@ def simulate_occupancy(
         ("same", "same_low", "same_high", "cross", "cross_low", "cross_high")
     )
     if chaos:
-        # Covariances from batch-level averages of the chaos integrals (not from averages of
-        # micro-batch covariances, which would miss the variation between micro-batches).
+        # Covariances from batch-level averages of the chaos integrals, linearised about the
+        # run's means (per-batch centring would bias them by ~ τ/batch length · Var(x)/N).
         chaos_b = bm.merge(np.array(micro_chaos))
-        pairs = [_batch_covariances(c, n_types, 1.0) for c in chaos_b]
+        center = chaos_b[:, 0].mean(axis=0) / n_types
+        pairs = [_batch_covariances(c, n_types, 1.0, center) for c in chaos_b]
         est_same = batch_means_ci(np.array([p[0] for p in pairs]), ar1=True)
         est_cross = batch_means_ci(np.array([p[1] for p in pairs]), ar1=True)
         for name, est in (("same", est_same), ("cross", est_cross)):
