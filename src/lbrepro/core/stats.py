@@ -12,9 +12,10 @@ series of the run's main quantity, how much to discard and how to batch the rest
    it otherwise cuts high starts preferentially and biases the mean low.
 2. **Batch size (von Neumann test).** Adjacent micro-batches are merged in groups of
    g = 1, 2, 4, … until the lag-1 autocorrelation of the B batch means passes von Neumann's
-   ratio test (one-sided, level ``alpha``), keeping B >= ``min_batches``. If no admissible
-   batching passes, the estimate is marked ``converged = False`` and the caller extends the
-   run (sequential doubling within the event budget) or reports it as not converged.
+   ratio test (one-sided, level ``alpha``), keeping B >= ``min_batches``; the batching used
+   is one doubling coarser than the first that passes. If none passes with room for that
+   doubling, the estimate is marked ``converged = False`` and the caller extends the run
+   (sequential doubling within the event budget) or reports it as not converged.
 3. **Interval.** Student t over the B batch means, its variance inflated by the AR(1) factor
    (1 + r₁)/(1 − r₁) when the batch means' lag-1 autocorrelation r₁ is positive (the residual
    correlation a test of B means cannot detect; ASAP3/Skart do the same), and clipped to the
