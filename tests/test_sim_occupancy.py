@@ -161,7 +161,7 @@ def test_small_n_matches_the_exact_labelled_chain(N, d, replace, cap):
     assert exact[cap] < 1e-7  # truncation is harmless next to the intervals (~1e-3)
     exact_jobs = exact[1:].sum()
     r = simulate_occupancy(
-        lam=lam, N=N, d=d, replace=replace, horizon=6.0e5, warmup=100, seed=3 + N + d
+        lam=lam, N=N, d=d, replace=replace, horizon=1.0e6, warmup=100, seed=3 + N + d
     )
     f = widen(3)
     hw = half_width(*r.mean_jobs_ci)
@@ -215,8 +215,9 @@ def test_d1_wait_probability_is_the_mm1_load():
     hw = half_width(*r.p_wait_ci)
     assert 0 < hw < 0.01
     assert abs(r.p_wait - rho) <= widen(1) * hw, (r.p_wait, rho, hw)
-    # Arrivals are Poisson of rate λN over the post-warm-up time: the count is within 5 sd.
-    expected = rho * 50 * (5.0e4 - 1000)
+    # Arrivals are Poisson of rate λN over the time after the warm-up used: within 5 sd.
+    assert r.warmup_used >= 1000
+    expected = rho * 50 * (r.horizon - r.warmup_used)
     assert abs(r.arrivals - expected) < 5 * math.sqrt(expected)
 
 
@@ -381,7 +382,12 @@ def test_wait_probability_is_an_arrival_average_with_a_batch_interval():
     p, (low, high) = occupancy._wait_probability(waits, arrivals)
     assert p == pytest.approx(0.6)
     hw = stats.t.ppf(0.975, 2) * np.std([0.25, 0.75, 1.0], ddof=1) / math.sqrt(3)
-    assert (low, high) == pytest.approx((0.6 - hw, 0.6 + hw))
+    # ... clipped to the range [0, 1] of a probability.
+    assert (low, high) == pytest.approx((max(0.6 - hw, 0.0), min(0.6 + hw, 1.0)))
+    waits, arrivals = np.array([50, 52, 49, 51]), np.array([100, 100, 100, 100])
+    p, (low, high) = occupancy._wait_probability(waits, arrivals)
+    assert p == pytest.approx(0.505)
+    assert 0.0 < low < p < high < 1.0
     # A batch without arrivals has no fraction: the interval is undefined, not invented.
     p, ci = occupancy._wait_probability(np.array([1, 0]), np.array([2, 0]))
     assert p == 0.5 and all(math.isnan(x) for x in ci)
@@ -402,7 +408,8 @@ def test_progress_bar_goes_to_stderr(capsys):
     small_run(progress=True, batches=4)
     captured = capsys.readouterr()
     assert captured.out == ""
-    assert "4/4" in captured.err
+    # One tick per micro-batch (the kernel returns after each; see lbrepro.sim.runlength).
+    assert "1280/1280" in captured.err
 
 
 def test_unstable_load_is_refused_before_simulating():

@@ -476,6 +476,13 @@ def build_parser() -> argparse.ArgumentParser:
                     "at every server",
                 )
                 p_model.add_argument(
+                    "--max-events",
+                    type=float,
+                    default=None,
+                    help="refuse a run expected to take more events than this "
+                    "(default 1e10, see lbrepro.sim.runlength)",
+                )
+                p_model.add_argument(
                     "--progress",
                     choices=("auto", "on", "off"),
                     default="auto",
@@ -563,7 +570,10 @@ def _run_model(args: argparse.Namespace) -> dict[str, Any]:
     # Events ≈ arrivals + departures (slots for the slotted whittle model).
     expected_events = 2.0 * kwargs.get("lam", 0.5) * kwargs.get("N", 1) * kwargs["horizon"]
     progress = {"on": True, "off": False}.get(args.progress, expected_events >= PROGRESS_EVENTS)
-    return spec.simulate(**kwargs, replace=args.replace, progress=progress, start=args.start)
+    from lbrepro.sim.runlength import event_budget
+
+    with event_budget(args.max_events):
+        return spec.simulate(**kwargs, replace=args.replace, progress=progress, start=args.start)
 
 
 def _json_safe(value: Any) -> Any:
@@ -612,4 +622,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (LbreproError, OSError) as err:
         print(f"lbrepro: error: {_message(err, args)}", file=sys.stderr)
         return EXIT_USAGE
+    except KeyboardInterrupt:
+        # The kernels return to Python after every micro-batch, so Ctrl-C lands here.
+        print("lbrepro: interrupted", file=sys.stderr)
+        return 130
+    except SystemError as err:
+        # Ctrl-C inside numba's boxing of a kernel's results surfaces as a SystemError chain.
+        cause: BaseException | None = err
+        while cause is not None and not isinstance(cause, KeyboardInterrupt):
+            cause = cause.__cause__ or cause.__context__
+        if cause is None:
+            raise
+        print("lbrepro: interrupted", file=sys.stderr)
+        return 130
     return 0

@@ -20,6 +20,7 @@ from lbrepro.core.errors import ConfigError
 from lbrepro.core.ids import check_point_ids
 from lbrepro.core.io import concat_tables, read_table, write_table
 from lbrepro.core.rng import stream
+from lbrepro.sim.runlength import event_budget
 
 log = logging.getLogger("lbrepro")
 
@@ -65,7 +66,9 @@ def compute_point(
     artifact = registry.get(artifact_id)
     params = point_params(config, artifact_id, point_id)
     log.info("%s/%s: %s", artifact_id, point_id, params)
-    rows = artifact.compute(params, stream(int(config["seed"]), artifact_id, point_id))
+    sim = config.get("simulation", {})
+    with event_budget(sim.get("max_events"), sim.get("extend")):
+        rows = artifact.compute(params, stream(int(config["seed"]), artifact_id, point_id))
     write_table([{"artifact": artifact_id, "point": point_id} | r for r in rows], out)
     log.info("%s/%s: %d rows written to %s", artifact_id, point_id, len(rows), out)
 

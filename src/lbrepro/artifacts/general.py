@@ -424,7 +424,9 @@ def _sim_rows(sim: Any, seed: np.random.SeedSequence, kmax: int, base: dict[str,
         "N": sim.N,
         "seed": seed.entropy,
         "batches": sim.batches,
-        "measured_time": sim.horizon - sim.warmup,
+        "measured_time": sim.horizon - sim.warmup_used,
+        "warmup_used": sim.warmup_used,
+        "converged": sim.converged,
         "events": sim.events_total,
     }
     rows: Rows = []

@@ -105,6 +105,9 @@ def _sim_sojourn_row(sim: Any, seed: np.random.SeedSequence) -> dict[str, Any]:
         "N": sim.N,
         "seed": seed.entropy,
         "batches": sim.batches,
+        "horizon": sim.horizon,
+        "warmup_used": sim.warmup_used,
+        "converged": sim.converged,
     }
 
 

@@ -169,6 +169,8 @@ def _sim_mean_jobs_row(sim: OccupancySimResult, seed: np.random.SeedSequence) ->
         "seed": seed.entropy,
         "batches": sim.batches,
         "horizon": sim.horizon,
+        "warmup_used": sim.warmup_used,
+        "converged": sim.converged,
         "events": sim.events,
     }
 
@@ -211,8 +213,10 @@ def _compute_tail(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
                 "ci_high": float(sim.u_all_ci_high[k]) if inside else 0.0,
                 "N": N,
                 "seed": seed.entropy,
-                "batches": p["batches"],
-                "measured_time": p["horizon"] - p["warmup"],
+                "batches": sim.batches,
+                "measured_time": sim.horizon - sim.warmup_used,
+                "warmup_used": sim.warmup_used,
+                "converged": sim.converged,
             }
         )
     for method, value in (("cf", model.mean_jobs(cf)), ("mf", model.mean_jobs(mf.u))):

@@ -82,7 +82,9 @@ def estimate(row: Mapping[str, Any]) -> Estimate:
         mean=value,
         low=float(low),
         high=float(high),
-        half_width=(float(high) - float(low)) / 2,
+        # An interval clipped to the quantity's range (a fraction near 0) is asymmetric: the
+        # unclipped side carries the half-width.
+        half_width=max(float(high) - value, value - float(low)),
         batches=int(batches) if batches is not None and not _nan(batches) else 0,
         N=int(N) if N is not None and not _nan(N) else None,
         seed=row.get("seed"),

@@ -53,7 +53,12 @@ import scipy.sparse
 from lbrepro.core.equilibrium import integrate_to_equilibrium, solve_truncated
 from lbrepro.core.errors import ConfigError, ConvergenceError, UnstableError
 from lbrepro.meanfield.population import PopulationModel
-from lbrepro.sim.occupancy import OccupancySimResult, counts_from_tail, simulate_occupancy
+from lbrepro.sim.occupancy import (
+    OccupancySimResult,
+    sample_from_tail,
+    simulate_occupancy,
+    start_rng,
+)
 
 __all__ = [
     "H2",
@@ -1461,7 +1466,8 @@ def simulate(
     if start == "fixed_point":
         mf = fixed_point(system, lam, policy, split=p if policy == "typed" else None, d_pool=dp)
         sizes = [round(g * N) for g in system.gamma]
-        initial = np.stack([counts_from_tail(u, n) for u, n in zip(mf.u, sizes, strict=True)])
+        rng = start_rng(seed)  # sampled, not rounded: rounding drops the tail near ρ = 1
+        initial = np.stack([sample_from_tail(u, n, rng) for u, n in zip(mf.u, sizes, strict=True)])
     return simulate_occupancy(
         lam=lam,
         mu=system.mu,

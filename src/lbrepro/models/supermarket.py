@@ -33,7 +33,13 @@ from scipy.integrate import solve_ivp
 from lbrepro.core.equilibrium import solve_truncated
 from lbrepro.core.errors import ConfigError, ConvergenceError, UnstableError
 from lbrepro.meanfield.population import PopulationModel
-from lbrepro.sim.occupancy import OccupancySimResult, counts_from_tail, simulate_occupancy
+from lbrepro.sim.occupancy import (
+    OccupancySimResult,
+    counts_from_tail,
+    sample_from_tail,
+    simulate_occupancy,
+    start_rng,
+)
 
 __all__ = [
     "MeanFieldResult",
@@ -388,14 +394,23 @@ def solve(lam: float, d: int, mu: float = 1.0) -> dict[str, Any]:
     }
 
 
-def initial_counts(lam: float, d: int, N: int, mu: float = 1.0) -> np.ndarray:
-    """The mean-field fixed point rounded to N servers: counts of servers with exactly k jobs.
+def initial_counts(
+    lam: float, d: int, N: int, mu: float = 1.0, seed: np.random.SeedSequence | int | None = None
+) -> np.ndarray:
+    """A start near the mean-field fixed point: counts of servers with exactly k jobs.
 
     Starting a simulation here instead of empty shortens the transient it must discard
-    (near ρ = 1 the empty start needs ~1/(1 − ρ)² time units to forget). Shape (1, K + 1),
-    the layout ``simulate_occupancy`` takes for one server type.
+    (near ρ = 1 the empty start needs ~1/(1 − ρ)² time units to forget). With ``seed`` the
+    N occupancies are drawn independently from the fixed point (untruncated, to 1e-12; for
+    d = 1 this is the exact stationary law), from the run's start generator
+    (:func:`lbrepro.sim.occupancy.start_rng`); without, the fixed point is rounded to N
+    servers, which drops the long tail near ρ = 1. Shape (1, K + 1), the layout
+    ``simulate_occupancy`` takes for one server type.
     """
-    return counts_from_tail(fixed_point_closed_form(lam, d, mu, tol=0.1 / N), N)[None, :]
+    if seed is None:
+        return counts_from_tail(fixed_point_closed_form(lam, d, mu, tol=0.1 / N), N)[None, :]
+    u = fixed_point_closed_form(lam, d, mu, tol=1e-12)
+    return sample_from_tail(u, N, start_rng(seed))[None, :]
 
 
 def simulate(
@@ -414,15 +429,16 @@ def simulate(
 ) -> OccupancySimResult:
     """Simulate the supermarket model with N servers (thin call into the occupancy kernel).
 
-    ``start`` is ``"fixed_point"`` (the mean-field fixed point rounded to N servers; see
-    :func:`initial_counts`) or ``"empty"``. The warm-up is discarded either way.
+    ``start`` is ``"fixed_point"`` (N occupancies drawn from the mean-field fixed point; see
+    :func:`initial_counts`) or ``"empty"``. The configured warm-up is discarded either way,
+    more if MSER-5 finds a longer transient (see :mod:`lbrepro.sim.runlength`).
     """
     lam, d, mu = _validate(lam, d, mu)
     if isinstance(N, bool) or not isinstance(N, numbers.Integral) or N < 1:
         raise ConfigError("N", f"number of servers must be an integer >= 1, got {N!r}")
     if start not in ("fixed_point", "empty"):
         raise ConfigError("start", f"must be 'fixed_point' or 'empty', got {start!r}")
-    initial = initial_counts(lam, d, int(N), mu) if start == "fixed_point" else None
+    initial = initial_counts(lam, d, int(N), mu, seed=seed) if start == "fixed_point" else None
     return simulate_occupancy(
         lam=lam,
         mu=mu,

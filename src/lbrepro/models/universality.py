@@ -48,6 +48,7 @@ from lbrepro.core.rng import key_to_int, seed_sequence, xoshiro_state
 from lbrepro.core.stats import batch_means_ci
 from lbrepro.models import supermarket
 from lbrepro.sim.occupancy import OccupancySimResult, simulate_occupancy
+from lbrepro.sim.runlength import check_budget
 from lbrepro.sim.xoshiro import uniform
 
 __all__ = [
@@ -262,7 +263,9 @@ def simulate(
         raise ConfigError("start", f"must be 'jsq', 'fixed_point' or 'empty', got {start!r}")
     initial = None
     if start == "fixed_point":
-        initial = supermarket.initial_counts(_check_lam(lam), _check_n_d(N, d), _check_n(N))
+        initial = supermarket.initial_counts(
+            _check_lam(lam), _check_n_d(N, d), _check_n(N), seed=seed
+        )
     elif start == "jsq":
         lam_f = _check_lam(lam)
         N_i = _check_n(N)
@@ -508,6 +511,10 @@ def _simulate_coupled(
     block = lcm * h  # batch boundaries fall on every scheme's grid
     warm_blocks = max(0, math.ceil(warmup / block - 1e-9))
     batch_blocks = max(1, round((horizon - warmup) / batches / block))
+    # One "event" per Euler step of each scheme; the kernel returns after every batch.
+    check_budget(
+        math.fsum(horizon / dt for dt in dts), what=f"this diffusion run (horizon = {horizon:g})"
+    )
     seq = seed_sequence(seed)
     wstate = xoshiro_state(seq)
     bstate = xoshiro_state(

@@ -33,8 +33,9 @@ from numba import njit
 from lbrepro.core.args import int_arg
 from lbrepro.core.errors import ConfigError, ConvergenceError, UnstableError
 from lbrepro.core.rng import seed_sequence, xoshiro_state
-from lbrepro.core.stats import batch_means_ci
+from lbrepro.core.stats import MICRO_BATCHES, batch_means_ci
 from lbrepro.models import whittle as arm
+from lbrepro.sim.runlength import check_budget, run_micro_batches
 from lbrepro.sim.xoshiro import uniform
 
 __all__ = [
@@ -543,6 +544,10 @@ def simulate(
 ) -> dict[str, Any]:
     """Simulate the slotted system under ``policy`` (no buffer), batch-means CI of the cost.
 
+    ``warmup`` slots are a minimum warm-up; MSER-5 and the batching rule of
+    :mod:`lbrepro.sim.runlength` choose the rest, and the run doubles while the batch means
+    stay correlated. ``slots`` in the result is the number run, ``batches`` the number used.
+
     Index policies use their priority tables up to ``prio_nmax`` jobs; the optimal policy uses
     the RVI action table of ``costs`` inside its box and JSEW outside it (counted in
     ``outside_slots``; the box holds all but < 1e-6 of the stationary mass).
@@ -567,33 +572,54 @@ def simulate(
         kind, prio = _KIND["index"], priorities(system, policy, prio_nmax)
     else:
         raise ConfigError("policy", f"unknown policy {policy!r}; known: {', '.join(POLICIES)}")
+    total = slots + warmup  # ``slots`` measured after the (minimum) warm-up, as before
+    check_budget(float(total), what=f"this run ({total} slots)")
     state = xoshiro_state(seed_sequence(seed))
     n = np.zeros(K, dtype=np.int64)
-    batch_cost, batch_jobs, outside = _simulate_kernel(
-        state,
-        system.p,
-        np.array(system.q),
-        d_int,
-        system.cost == "meanvar",
-        system.beta,
-        kind,
-        np.ascontiguousarray(prio, dtype=float),
-        table,
-        B,
-        slots,
-        warmup,
-        batches,
-        n,
+    prio_c = np.ascontiguousarray(prio, dtype=float)
+    q_arr = np.array(system.q)
+    meanvar = system.cost == "meanvar"
+    # Micro-batches of slots from slot 0 (see lbrepro.sim.runlength): the kernel returns
+    # after each, so Ctrl-C stops a run; the warm-up is a minimum, MSER-5 may discard more.
+    micro_cost: list[float] = []
+    micro_jobs: list[float] = []
+    done = 0
+    outside = 0
+
+    def step(t_end: float) -> int:
+        nonlocal done, outside
+        m = max(1, round(t_end) - done)
+        c, j, out = _simulate_kernel(
+            state, system.p, q_arr, d_int, meanvar, system.beta, kind, prio_c, table, B, m, 0,
+            1, n,
+        )  # fmt: skip
+        micro_cost.append(float(c[0]))
+        micro_jobs.append(float(j[0]))
+        outside += int(out)
+        done += m
+        return m
+
+    run = run_micro_batches(
+        step,
+        lambda: np.array(micro_cost),
+        horizon=float(total),
+        warmup=float(warmup),
+        min_batches=batches,
+        events_per_time=1.0,
+        micro=min(MICRO_BATCHES, total),
     )
-    est = batch_means_ci(batch_cost)
-    jobs = batch_means_ci(batch_jobs)
+    bm = run.batching
+    est = batch_means_ci(bm.merge(np.array(micro_cost)), lower=0.0, ar1=True)
+    jobs = batch_means_ci(bm.merge(np.array(micro_jobs)), lower=0.0, ar1=True)
     return {
         "cost": est.mean,
         "ci": (est.low, est.high),
         "mean_jobs": jobs.mean,
         "mean_jobs_ci": (jobs.low, jobs.high),
-        "slots": (slots // batches) * batches,
-        "batches": batches,
+        "slots": done - round(run.warmup_used),
+        "batches": bm.batches,
+        "warmup_used": round(run.warmup_used),
+        "converged": run.converged,
         "outside_slots": int(outside),
     }
 

@@ -34,6 +34,7 @@ from lbrepro.core.errors import ConfigError
 from lbrepro.core.rng import seed_sequence, xoshiro_state
 from lbrepro.core.stats import batch_means_ci
 from lbrepro.models.affinity import check_params, check_state
+from lbrepro.sim.runlength import check_budget
 from lbrepro.sim.xoshiro import next_u64, randint, uniform
 
 __all__ = ["AffinitySimResult", "initial_servers", "simulate_affinity"]
@@ -325,6 +326,8 @@ def simulate_affinity(
         stop = max(1, math.ceil(frac * N))
     stopped_at = math.nan
 
+    # Events ≈ arrivals + departures, both at rate λN in equilibrium.
+    check_budget(2.0 * lam * N * horizon, what=f"this run (N = {N}, horizon = {horizon:g})")
     batch_len = (horizon - warmup) / batches
     ends = [warmup] + [warmup + b * batch_len for b in range(1, batches)] + [horizon]
     bx, ai, aii, aq = [], [], [], []
@@ -361,7 +364,7 @@ def simulate_affinity(
         bx, ai, aii, aq = [area.copy()], [0], [0], [0]
     batch_x = np.array(bx)
     if batch_x.shape[0] >= 2:
-        est = batch_means_ci(batch_x)
+        est = batch_means_ci(batch_x, lower=0.0, upper=1.0)
         low, high = np.asarray(est.low), np.asarray(est.high)
     else:
         low = high = batch_x[0]

@@ -33,6 +33,7 @@ from lbrepro.core.errors import ConfigError, UnstableError
 from lbrepro.core.rng import seed_sequence, xoshiro_state
 from lbrepro.core.stats import batch_means_ci
 from lbrepro.models.service import ServiceDist
+from lbrepro.sim.runlength import check_budget, run_micro_batches
 from lbrepro.sim.xoshiro import randint, uniform
 
 __all__ = ["GeneralSimResult", "simulate_general"]
@@ -209,7 +210,9 @@ class GeneralSimResult:
     """Time averages of one simulation run with 95% batch-means intervals.
 
     ``u[k]`` (k = 0..K) is the time-average fraction of servers with ≥ k jobs;
-    ``mean_sojourn`` comes from Little's law with the configured λ.
+    ``mean_sojourn`` comes from Little's law with the configured λ. ``horizon`` is the time
+    run, ``warmup_used`` the time discarded, ``batches`` the batches of the intervals and
+    ``converged`` whether their means passed the independence test.
     """
 
     u: np.ndarray
@@ -233,6 +236,8 @@ class GeneralSimResult:
     warmup: float
     batches: int
     seed: int | list[int]
+    warmup_used: float = math.nan
+    converged: bool = True
 
 
 def _grow(Q: np.ndarray, area: np.ndarray, last: np.ndarray, t: float):
@@ -288,8 +293,9 @@ def simulate_general(
 ) -> GeneralSimResult:
     """Simulate the FCFS supermarket model with general service, JSQ(d) with replacement.
 
-    Starts empty, discards ``warmup`` time units, then cuts ``horizon − warmup`` into
-    ``batches`` equal batches for 95% Student-t batch-means intervals.
+    Starts empty and records micro-batches from time 0; at least ``warmup`` is discarded (more
+    if MSER-5 asks), the rest merged into at least ``batches`` batches whose means pass a von
+    Neumann test, and the run doubles while they do not (see :mod:`lbrepro.sim.runlength`).
 
     Raises
     ------
@@ -334,36 +340,21 @@ def simulate_general(
     params = np.asarray(dist.kernel_params, dtype=np.float64)
 
     _ensure_compiled()
-    batch_len = (horizon - warmup) / batches
-    ends = [warmup + b * batch_len for b in range(1, batches)] + [horizon]
-    batch_u: list[np.ndarray] = []
-    batch_arr: list[int] = []
-    events = 0
-    start = time.perf_counter()
-    for b in range(-1, batches):
-        t_end = warmup if b < 0 else ends[b]
+    check_budget(2.0 * lam_n * horizon, what=f"this run (N = {N}, horizon = {horizon:g})")
+    # Micro-batches from time 0 (see lbrepro.sim.runlength): the kernel returns after each.
+    micro_u: list[np.ndarray] = []
+    micro_arr: list[int] = []
+    micro_events: list[int] = []
+
+    def step(t_end: float) -> int:
+        nonlocal Q, area, last
         t_start = clock[0]
-        if t_end <= t_start:
-            continue
         ev0, ar0 = int(counters[0]), int(counters[1])
         while True:
             status = _advance(
-                q,
-                ht,
-                hs,
-                clock,
-                Q,
-                area,
-                last,
-                t_end,
-                lam_n,
-                N,
-                d,
-                dist.code,
-                params,
-                state,
+                q, ht, hs, clock, Q, area, last, t_end, lam_n, N, d, dist.code, params, state,
                 counters,
-            )
+            )  # fmt: skip
             if status == _STATUS_OK:
                 break
             if Q.shape[0] * 2 > max_levels:
@@ -372,23 +363,38 @@ def simulate_general(
                     f"t = {clock[0]:.6g}: the system looks unstable"
                 )
             Q, area, last = _grow(Q, area, last, clock[0])
-        # Close every level's stretch at the batch end.
+        # Close every level's stretch at the micro-batch end.
         area += Q * (t_end - last)
         last[:] = t_end
-        if b >= 0:
-            events += int(counters[0]) - ev0
-            batch_arr.append(int(counters[1]) - ar0)
-            batch_u.append(area / (N * (t_end - t_start)))
+        micro_events.append(int(counters[0]) - ev0)
+        micro_arr.append(int(counters[1]) - ar0)
+        u_b = area / (N * (t_end - t_start))
+        u_b[0] = 1.0
+        micro_u.append(u_b)
         area[:] = 0.0
-    elapsed = time.perf_counter() - start
+        return micro_events[-1]
 
-    width = max(a.size for a in batch_u)
-    per_batch = np.zeros((batches, width))
-    for i, a in enumerate(batch_u):
-        per_batch[i, : a.size] = a
-    per_batch[:, 0] = 1.0
-    est_u = batch_means_ci(per_batch)
-    est_jobs = batch_means_ci(per_batch[:, 1:].sum(axis=1))
+    start = time.perf_counter()
+    run = run_micro_batches(
+        step,
+        lambda: np.array([a[1:].sum() for a in micro_u]),
+        horizon=horizon,
+        warmup=warmup,
+        min_batches=batches,
+        events_per_time=2.0 * lam_n,
+    )
+    elapsed = time.perf_counter() - start
+    bm = run.batching
+    used = slice(bm.start, bm.start + bm.group * bm.batches)
+    events = int(sum(micro_events[bm.start :]))
+    batch_arr = micro_arr[used]
+    width = max(a.size for a in micro_u)
+    per_micro = np.zeros((len(micro_u), width))
+    for i, a in enumerate(micro_u):
+        per_micro[i, : a.size] = a
+    per_batch = bm.merge(per_micro)
+    est_u = batch_means_ci(per_batch, lower=0.0, upper=1.0, ar1=True)
+    est_jobs = batch_means_ci(per_batch[:, 1:].sum(axis=1), lower=0.0, ar1=True)
     nz = np.flatnonzero(np.asarray(est_u.mean) > 0)
     K1 = int(nz[-1]) + 1
     entropy = seq.entropy
@@ -414,8 +420,10 @@ def simulate_general(
         d=d,
         lam=lam,
         dist=dist.label,
-        horizon=horizon,
+        horizon=run.horizon,
         warmup=warmup,
-        batches=batches,
+        batches=bm.batches,
         seed=seed_out,
+        warmup_used=run.warmup_used,
+        converged=run.converged,
     )

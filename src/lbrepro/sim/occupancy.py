@@ -61,9 +61,17 @@ from lbrepro.core.args import float_arg, float_seq, int_arg
 from lbrepro.core.errors import ConfigError, UnstableError
 from lbrepro.core.rng import seed_sequence, xoshiro_state
 from lbrepro.core.stats import batch_means_ci
+from lbrepro.sim.runlength import check_budget, micro_count, run_micro_batches
 from lbrepro.sim.xoshiro import randint, uniform
 
-__all__ = ["POLICIES", "OccupancySimResult", "simulate_occupancy"]
+__all__ = [
+    "POLICIES",
+    "OccupancySimResult",
+    "counts_from_tail",
+    "sample_from_tail",
+    "simulate_occupancy",
+    "start_rng",
+]
 
 # Policy codes understood by the kernel. "random" runs as POLICY_TYPED (d_j = 1, p ∝ γC).
 POLICY_SQD = 0
@@ -561,7 +569,13 @@ class OccupancySimResult:
     ``policy`` is the policy name, ``d`` the whole-pool sample size (int) for ``"sqd"`` and
     the per-type sizes (tuple) otherwise, ``split`` the static routing probabilities of
     ``"typed"`` and ``"random"`` (None otherwise).
-    ``events`` counts events after warm-up, ``events_total`` includes warm-up;
+    ``horizon`` is the time actually simulated (the requested horizon, doubled by any
+    extension), ``warmup`` the configured minimum warm-up and ``warmup_used`` the time
+    discarded (MSER-5), ``batches`` the number of batch means of every interval and
+    ``batch_length`` their duration; ``converged`` is False when the batch means still failed
+    the independence test after every allowed extension (the intervals are then too short).
+    Intervals are clipped to the range of the quantity (fractions to [0, 1]).
+    ``events`` counts events after the warm-up used, ``events_total`` includes it;
     ``elapsed`` is the wall time of the simulation proper (numba compilation excluded) and
     ``events_per_second = events_total / elapsed``. ``seed`` is the SeedSequence's entropy
     and ``spawn_key`` its spawn key: together they reproduce the run bit for bit.
@@ -610,6 +624,9 @@ class OccupancySimResult:
     batches: int
     seed: int | list[int]
     spawn_key: tuple[int, ...]
+    warmup_used: float = math.nan
+    converged: bool = True
+    batch_length: float = math.nan
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable summary (plain lists, floats and ints; NaN stays a float).
@@ -670,6 +687,9 @@ class OccupancySimResult:
             "horizon": self.horizon,
             "warmup": self.warmup,
             "batches": self.batches,
+            "warmup_used": self.warmup_used,
+            "batch_length": self.batch_length,
+            "converged": self.converged,
             "seed": self.seed,
             "spawn_key": list(self.spawn_key),
             "arrivals": self.arrivals,
@@ -712,6 +732,30 @@ def counts_from_tail(u: np.ndarray, n: int) -> np.ndarray:
     return counts
 
 
+def start_rng(seed: np.random.SeedSequence | int) -> np.random.Generator:
+    """The generator that draws a run's random start state: a child of the run's stream
+    (spawn key + (2³¹ − 1,)), independent of the kernel's draws, so the seed fixes both."""
+    seq = seed_sequence(seed)
+    child = np.random.SeedSequence(seq.entropy, spawn_key=(*seq.spawn_key, 2**31 - 1))
+    return np.random.default_rng(child)
+
+
+def sample_from_tail(u: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+    """Draw n servers' occupancies independently from a tail profile (u_0 = 1, u_1, …).
+
+    Returns counts of servers with exactly k jobs, multinomial with P(k) = u_k − u_{k+1}.
+    Unlike :func:`counts_from_tail`, nothing of the tail is rounded away: near ρ = 1 rounding
+    drops the servers of the long tail (at ρ = 0.99, d = 1, N = 1000 the rounded start holds
+    90.6 jobs per server instead of 99) and biases a run low for a relaxation time. For d = 1
+    the fixed point is the exact stationary law (independent M/M/1 queues), so the run starts
+    in equilibrium. ``u`` should be computed to a small tolerance (its last entry is the mass
+    lumped into the top level).
+    """
+    u = np.asarray(u, dtype=float)
+    p = np.clip(u - np.append(u[1:], 0.0), 0.0, None)
+    return rng.multinomial(int(n), p / p.sum()).astype(np.int64)
+
+
 def _initial_counts(initial: np.ndarray | None, n_types: np.ndarray) -> np.ndarray:
     """Validate ``initial[j, k]`` = number of type-j servers holding exactly k jobs."""
     J = n_types.size
@@ -751,8 +795,8 @@ def _wait_probability(waits: np.ndarray, arrivals: np.ndarray) -> tuple[float, t
     p = int(waits.sum()) / total if total > 0 else math.nan
     if np.any(arrivals == 0):
         return p, (math.nan, math.nan)
-    half = float(batch_means_ci(waits / arrivals).half_width)
-    return p, (p - half, p + half)
+    half = float(batch_means_ci(waits / arrivals, ar1=True).half_width)
+    return p, (max(p - half, 0.0), min(p + half, 1.0))
 
 
 def _per_type_d(value: Any, J: int) -> tuple[int, ...]:
@@ -832,7 +876,10 @@ def _scheme2_weights(capacity: tuple[float, ...], max_levels: int) -> np.ndarray
 
 
 def _batch_covariances(
-    sum_area: np.ndarray, n_types: np.ndarray, duration: float
+    sum_area: np.ndarray,
+    n_types: np.ndarray,
+    duration: float,
+    center: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """One batch's covariances of two distinct tagged servers from the chaos integrals.
 
@@ -842,6 +889,11 @@ def _batch_covariances(
     product of the batch's time-averaged means: the stationary covariance, up to a bias of
     order (relaxation time / batch length) · Var(x)/N that long batches make negligible.
     Returns (cov_same per type, NaN where N_j = 1; cov_cross J × J, diagonal = cov_same).
+
+    With ``center`` (the run's mean occupancy per type, m̄) the batch's value is linearised
+    about it instead: E[x_a x_b] − m̄_a E[x_b] − E[x_a] m̄_b + m̄_a m̄_b, whose batch means
+    average exactly to the run's E[x_a x_b] − m̄_a m̄_b. Its bias is that of the run, not of
+    a batch, so data-chosen (shorter) batches do not bias the covariance.
     """
     J = n_types.size
     n = n_types.astype(np.float64)
@@ -852,8 +904,9 @@ def _batch_covariances(
     mean_x = mean_s / n
     with np.errstate(invalid="ignore", divide="ignore"):
         pair = (np.diag(mean_ss) - mean_x2) / (n * (n - 1.0))
-    same = np.where(n_types > 1, pair - mean_x**2, math.nan)
-    cross = mean_ss / np.outer(n, n) - np.outer(mean_x, mean_x)
+    m = mean_x if center is None else center
+    same = np.where(n_types > 1, pair - 2.0 * m * mean_x + m * m, math.nan)
+    cross = mean_ss / np.outer(n, n) - np.outer(m, mean_x) - np.outer(mean_x, m) + np.outer(m, m)
     cross[np.diag_indices(J)] = same
     return same, cross
 
@@ -877,6 +930,8 @@ def simulate_occupancy(
     policy: str = "sqd",
     split: Sequence[float] | None = None,
     chaos: bool = False,
+    extend: int | None = None,
+    rel_precision: float | None = None,
 ) -> OccupancySimResult:
     """Simulate a routing policy on N exchangeable exponential servers of J types.
 
@@ -892,8 +947,12 @@ def simulate_occupancy(
         servers sampled with replacement inside each type j, a sequence of J ints >= 1 or
         one int for every type. ``"random"``: must be 1 (or all ones).
     horizon, warmup
-        Simulated time: [0, warmup) is discarded, [warmup, horizon) is split into
-        ``batches`` equal batches for the confidence intervals.
+        Simulated time, recorded in micro-batches from time 0 (see
+        :mod:`lbrepro.sim.runlength`): at least [0, warmup) is discarded, more if MSER-5 asks
+        for it, and the rest is merged into batches whose means pass a von Neumann
+        independence test; the run is doubled (up to ``extend`` times, within the event
+        budget) while they do not. The result states the warm-up used, the batches, the
+        horizon actually run and whether the batching converged.
     seed
         An int (used as ``lbrepro.core.rng.stream(seed)``) or a SeedSequence, which should be
         dedicated to this run: the generator state is ``seq.generate_state(4)``.
@@ -904,9 +963,9 @@ def simulate_occupancy(
         Sample with (True, the mean-field convention) or without replacement; False only
         for ``"sqd"``.
     batches
-        Number of batches (>= 2); the kernel runs once per batch.
+        The least number of batches of the confidence intervals (>= 2).
     progress
-        Show a tqdm bar on stderr advancing per batch.
+        Show a tqdm bar on stderr advancing per micro-batch.
     max_levels
         Stop with UnstableError if a queue reaches this many jobs.
     initial
@@ -926,6 +985,12 @@ def simulate_occupancy(
     chaos
         Also estimate the covariances of the occupancies of two distinct tagged servers
         (``cov_same``, ``cov_cross``), at O(J) extra work per event.
+    extend
+        How many times the run may double while its batch means are correlated (default
+        :func:`lbrepro.sim.runlength.max_doublings`, 2 unless configured).
+    rel_precision
+        Optional target relative half-width of ``mean_jobs``; the run doubles (within
+        ``extend`` and the budget) until it is reached.
 
     Returns
     -------
@@ -1059,71 +1124,96 @@ def simulate_occupancy(
     )  # fmt: skip
 
     _ensure_compiled()
-    batch_len = (horizon - warmup) / batches
-    ends = [warmup + b * batch_len for b in range(1, batches)] + [horizon]
-    batch_u: list[np.ndarray] = []
-    batch_arrivals: list[int] = []
-    batch_waits: list[int] = []
-    batch_routed: list[np.ndarray] = []
-    batch_same: list[np.ndarray] = []
-    batch_cross: list[np.ndarray] = []
-    events = 0
-    events_total = 0
+    # Micro-batches from time 0 (see lbrepro.sim.runlength): the kernel returns after each.
+    # Events ≈ arrivals + departures, both at rate λN in equilibrium.
+    events_per_time = 2.0 * lam_n
+    check_budget(
+        events_per_time * horizon,
+        what=f"this run (N = {N}, horizon = {horizon:g}, ≈ {events_per_time:.3g} events per "
+        "unit time)",
+    )
+    micro_u: list[np.ndarray] = []
+    micro_jobs: list[float] = []
+    micro_arrivals: list[int] = []
+    micro_waits: list[int] = []
+    micro_routed: list[np.ndarray] = []
+    micro_chaos: list[np.ndarray] = []
+    micro_events: list[int] = []
     t = 0.0
-    start = time.perf_counter()
-    with tqdm(
-        total=batches, desc="occupancy sim", unit="batch", disable=not progress, file=sys.stderr
-    ) as bar:
-        for b in range(-1, batches):
-            t_end = warmup if b < 0 else ends[b]
-            t_start = t
-            if t_end <= t_start:
-                continue
-            status, Q, Qtot, area, last, top, t, n_events, n_arr, n_wait = _run(
-                Q, Qtot, area, last, top, t, t_end, *kernel_args
-            )
-            events_total += n_events
-            if status == _STATUS_MAX_LEVELS:
-                raise UnstableError(
-                    f"a queue reached max_levels = {max_levels} jobs at t = {t:.6g} "
-                    f"(lam = {lam:g}, capacity {capacity_total:g}, policy {policy!r}, "
-                    f"d = {d_out}): the policy looks unstable at this load"
-                )
-            if b >= 0:
-                events += n_events
-                batch_arrivals.append(n_arr)
-                batch_waits.append(n_wait)
-                batch_routed.append(routed.copy())
-                used = np.flatnonzero(area.any(axis=0))
-                width = int(used[-1]) + 1 if used.size else 1
-                u_b = area[:, :width] / (n_types[:, None] * (t_end - t_start))
-                u_b[:, 0] = 1.0
-                batch_u.append(u_b)
-                if chaos:
-                    same, cross = _batch_covariances(sum_area, n_types, t_end - t_start)
-                    batch_same.append(same)
-                    batch_cross.append(cross)
-                bar.update(1)
-            area[:] = 0.0
-            routed[:] = 0
-            sum_area[:] = 0.0
-    elapsed = time.perf_counter() - start
+    bar = tqdm(
+        total=micro_count(events_per_time * horizon),
+        desc="occupancy sim",
+        unit="slice",
+        disable=not progress,
+        file=sys.stderr,
+    )
 
-    width = max(a.shape[1] for a in batch_u)
-    per_batch = np.zeros((batches, n_types.size, width))
-    for b, a in enumerate(batch_u):
-        per_batch[b, :, : a.shape[1]] = a
+    def step(t_end: float) -> int:
+        nonlocal Q, Qtot, area, last, top, t
+        t_start = t
+        status, Q, Qtot, area, last, top, t, n_events, n_arr, n_wait = _run(
+            Q, Qtot, area, last, top, t, t_end, *kernel_args
+        )
+        if status == _STATUS_MAX_LEVELS:
+            raise UnstableError(
+                f"a queue reached max_levels = {max_levels} jobs at t = {t:.6g} "
+                f"(lam = {lam:g}, capacity {capacity_total:g}, policy {policy!r}, "
+                f"d = {d_out}): the policy looks unstable at this load"
+            )
+        duration = t_end - t_start
+        micro_events.append(n_events)
+        micro_arrivals.append(n_arr)
+        micro_waits.append(n_wait)
+        micro_routed.append(routed.copy())
+        used = np.flatnonzero(area.any(axis=0))
+        width = int(used[-1]) + 1 if used.size else 1
+        u_b = area[:, :width] / (n_types[:, None] * duration)
+        u_b[:, 0] = 1.0
+        micro_u.append(u_b)
+        micro_jobs.append(float(area[:, 1:width].sum()) / (N * duration))
+        if chaos:
+            micro_chaos.append(sum_area / duration)
+        area[:] = 0.0
+        routed[:] = 0
+        sum_area[:] = 0.0
+        bar.update(1)
+        return int(n_events)
+
+    start = time.perf_counter()
+    with bar:
+        run = run_micro_batches(
+            step,
+            lambda: np.array(micro_jobs),
+            horizon=horizon,
+            warmup=warmup,
+            min_batches=batches,
+            events_per_time=events_per_time,
+            extend=extend,
+            rel_precision=rel_precision,
+        )
+    elapsed = time.perf_counter() - start
+    bm = run.batching
+    first = bm.start
+    events_total = int(sum(micro_events))
+    events = int(sum(micro_events[first:]))
+
+    width = max(a.shape[1] for a in micro_u[first:])
+    per_micro = np.zeros((len(micro_u), n_types.size, width))
+    for b, a in enumerate(micro_u):
+        w = min(width, a.shape[1])
+        per_micro[b, :, :w] = a[:, :w]
+    per_batch = bm.merge(per_micro)
     weights_gamma = n_types / N
     per_batch_all = np.einsum("bjk,j->bk", per_batch, weights_gamma)
-    est_u = batch_means_ci(per_batch)
-    est_all = batch_means_ci(per_batch_all)
-    est_jobs = batch_means_ci(per_batch_all[:, 1:].sum(axis=1))
-    est_jobs_type = batch_means_ci(per_batch[:, :, 1:].sum(axis=2))
+    est_u = batch_means_ci(per_batch, lower=0.0, upper=1.0, ar1=True)
+    est_all = batch_means_ci(per_batch_all, lower=0.0, upper=1.0, ar1=True)
+    est_jobs = batch_means_ci(per_batch_all[:, 1:].sum(axis=1), lower=0.0, ar1=True)
+    est_jobs_type = batch_means_ci(per_batch[:, :, 1:].sum(axis=2), lower=0.0, ar1=True)
     nz = np.flatnonzero(np.asarray(est_u.mean).any(axis=0))
     K1 = int(nz[-1]) + 1
-    arrivals_b = np.array(batch_arrivals, dtype=np.int64)
-    p_wait, p_wait_ci = _wait_probability(np.array(batch_waits, dtype=np.int64), arrivals_b)
-    routed_b = np.array(batch_routed, dtype=np.int64)
+    arrivals_b = bm.merge(np.array(micro_arrivals, dtype=float))
+    p_wait, p_wait_ci = _wait_probability(bm.merge(np.array(micro_waits, dtype=float)), arrivals_b)
+    routed_b = bm.merge(np.array(micro_routed, dtype=float))
     route_est = [_wait_probability(routed_b[:, j], arrivals_b) for j in range(J)]
     route = np.array([r[0] for r in route_est])
     route_low = np.array([r[1][0] for r in route_est])
@@ -1132,13 +1222,17 @@ def simulate_occupancy(
         ("same", "same_low", "same_high", "cross", "cross_low", "cross_high")
     )
     if chaos:
-        est_same = batch_means_ci(np.array(batch_same))
-        est_cross = batch_means_ci(np.array(batch_cross))
+        # Covariances from batch-level averages of the chaos integrals, linearised about the
+        # run's means (per-batch centring would bias them by ~ τ/batch length · Var(x)/N).
+        chaos_b = bm.merge(np.array(micro_chaos))
+        center = chaos_b[:, 0].mean(axis=0) / n_types
+        pairs = [_batch_covariances(c, n_types, 1.0, center) for c in chaos_b]
+        est_same = batch_means_ci(np.array([p[0] for p in pairs]), ar1=True)
+        est_cross = batch_means_ci(np.array([p[1] for p in pairs]), ar1=True)
         for name, est in (("same", est_same), ("cross", est_cross)):
             cov[name] = np.asarray(est.mean)
             cov[f"{name}_low"] = np.asarray(est.low)
             cov[f"{name}_high"] = np.asarray(est.high)
-
     entropy = seq.entropy
     seed_out: int | list[int] = (
         int(entropy) if np.ndim(entropy) == 0 else [int(x) for x in np.ravel(entropy)]
@@ -1168,7 +1262,7 @@ def simulate_occupancy(
         cov_cross=cov["cross"],
         cov_cross_ci_low=cov["cross_low"],
         cov_cross_ci_high=cov["cross_high"],
-        arrivals=int(arrivals_b.sum()),
+        arrivals=int(sum(micro_arrivals[first : first + bm.group * bm.batches])),
         events=events,
         events_total=events_total,
         elapsed=elapsed,
@@ -1182,9 +1276,12 @@ def simulate_occupancy(
         capacity=capacity_t,
         policy=policy,
         split=split_t,
-        horizon=horizon,
+        horizon=run.horizon,
         warmup=warmup,
-        batches=batches,
+        batches=bm.batches,
         seed=seed_out,
         spawn_key=tuple(int(k) for k in seq.spawn_key),
+        warmup_used=run.warmup_used,
+        converged=run.converged,
+        batch_length=bm.group * run.micro_len,
     )

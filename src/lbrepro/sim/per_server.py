@@ -30,6 +30,7 @@ from lbrepro.core.errors import ConfigError, UnstableError
 from lbrepro.core.rng import seed_sequence, xoshiro_state
 from lbrepro.core.stats import batch_means_ci
 from lbrepro.sim.occupancy import _wait_probability
+from lbrepro.sim.runlength import check_budget, run_micro_batches
 from lbrepro.sim.xoshiro import randint, uniform
 
 __all__ = ["PerServerSimResult", "simulate_per_server"]
@@ -151,7 +152,9 @@ class PerServerSimResult:
     ``p_wait`` is the fraction of post-warm-up arrivals whose sampled minimum queue is ≥ 1,
     with the interval convention of ``OccupancySimResult.p_wait``. ``events`` and
     ``arrivals`` count post-warm-up events and arrivals. ``seed`` and ``spawn_key`` are the
-    SeedSequence's entropy and spawn key.
+    SeedSequence's entropy and spawn key. Warm-up, batching and run length follow the data
+    as in ``OccupancySimResult`` (``horizon`` as run, ``warmup_used``, ``batches`` used,
+    ``converged``).
     """
 
     u: np.ndarray
@@ -173,6 +176,8 @@ class PerServerSimResult:
     batches: int
     seed: int | list[int]
     spawn_key: tuple[int, ...]
+    warmup_used: float = math.nan
+    converged: bool = True
 
 
 def _grow(cnt: np.ndarray, area: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -263,40 +268,24 @@ def simulate_per_server(
     nb, top, jobs, t = 0, 0, 0, 0.0
     lam_n = lam * N
 
-    batch_len = (horizon - warmup) / batches
-    ends = [warmup + b * batch_len for b in range(1, batches)] + [horizon]
-    batch_u: list[np.ndarray] = []
-    batch_jobs: list[float] = []
-    batch_arrivals: list[int] = []
-    batch_waits: list[int] = []
-    events = 0
-    for b in range(-1, batches):
-        t_end = warmup if b < 0 else ends[b]
+    check_budget(2.0 * lam_n * horizon, what=f"this run (N = {N}, horizon = {horizon:g})")
+    # Micro-batches from time 0 (see lbrepro.sim.runlength): the kernel returns after each.
+    micro_u: list[np.ndarray] = []
+    micro_jobs: list[float] = []
+    micro_arrivals: list[int] = []
+    micro_waits: list[int] = []
+    micro_events: list[int] = []
+
+    def step(t_end: float) -> int:
+        nonlocal cnt, area, nb, top, jobs, t
         t_start = t
-        if t_end <= t_start:
-            continue
         jobs_area = 0.0
         n_events = n_arr = n_wait = 0
         while True:
             status, nb, top, jobs, t, j_area, n_ev, n_a, n_w = _advance(
-                q,
-                busy,
-                pos,
-                nb,
-                perm,
-                cnt,
-                area,
-                top,
-                jobs,
-                t,
-                t_end,
-                lam_n,
-                mu,
-                N,
-                d,
-                replace,
-                state,
-            )
+                q, busy, pos, nb, perm, cnt, area, top, jobs, t, t_end, lam_n, mu, N, d,
+                replace, state,
+            )  # fmt: skip
             jobs_area += j_area
             n_events += n_ev
             n_arr += n_a
@@ -304,27 +293,39 @@ def simulate_per_server(
             if status == _STATUS_OK:
                 break
             cnt, area = _grow(cnt, area)
-        if b >= 0:
-            span = N * (t_end - t_start)
-            u_b = area / span
-            u_b[0] = 1.0
-            batch_u.append(u_b)
-            batch_jobs.append(jobs_area / span)
-            batch_arrivals.append(n_arr)
-            batch_waits.append(n_wait)
-            events += n_events
+        span = N * (t_end - t_start)
+        u_b = area / span
+        u_b[0] = 1.0
+        micro_u.append(u_b)
+        micro_jobs.append(jobs_area / span)
+        micro_arrivals.append(n_arr)
+        micro_waits.append(n_wait)
+        micro_events.append(n_events)
         area = np.zeros_like(area)
+        return n_events
 
-    width = max(a.shape[0] for a in batch_u)
-    per_batch = np.zeros((batches, width))
-    for i, a in enumerate(batch_u):
-        per_batch[i, : a.shape[0]] = a
-    est_u = batch_means_ci(per_batch)
-    est_jobs = batch_means_ci(np.array(batch_jobs))
+    run = run_micro_batches(
+        step,
+        lambda: np.array(micro_jobs),
+        horizon=horizon,
+        warmup=warmup,
+        min_batches=batches,
+        events_per_time=2.0 * lam_n,
+    )
+    bm = run.batching
+    used = slice(bm.start, bm.start + bm.group * bm.batches)
+    width = max(a.shape[0] for a in micro_u)
+    per_micro = np.zeros((len(micro_u), width))
+    for i, a in enumerate(micro_u):
+        per_micro[i, : a.shape[0]] = a
+    est_u = batch_means_ci(bm.merge(per_micro), lower=0.0, upper=1.0, ar1=True)
+    est_jobs = batch_means_ci(bm.merge(np.array(micro_jobs)), lower=0.0, ar1=True)
+    events = int(sum(micro_events[bm.start :]))
+    batch_arrivals = micro_arrivals[used]
     nz = np.flatnonzero(np.asarray(est_u.mean))
     K1 = int(nz[-1]) + 1
     p_wait, p_wait_ci = _wait_probability(
-        np.array(batch_waits, dtype=np.int64), np.array(batch_arrivals, dtype=np.int64)
+        bm.merge(np.array(micro_waits, dtype=float)), bm.merge(np.array(micro_arrivals, float))
     )
     entropy = seq.entropy
     seed_out: int | list[int] = (
@@ -345,9 +346,11 @@ def simulate_per_server(
         replace=replace,
         lam=lam,
         mu=mu,
-        horizon=horizon,
+        horizon=run.horizon,
         warmup=warmup,
-        batches=batches,
+        batches=bm.batches,
         seed=seed_out,
         spawn_key=tuple(int(k) for k in seq.spawn_key),
+        warmup_used=run.warmup_used,
+        converged=run.converged,
     )

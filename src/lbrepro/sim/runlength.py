@@ -1,0 +1,228 @@
+"""Run length of a simulation: the event budget, micro-batches, and sequential extension.
+
+Every simulator runs its compiled kernel in *micro-batches*: ``micro`` equal slices of the
+horizon, recorded from time 0 (warm-up included). The kernel returns to Python after each
+slice, so Ctrl-C (KeyboardInterrupt) stops a run within one slice, and the slices are what
+:func:`lbrepro.core.stats.choose_batching` truncates (MSER-5, the configured warm-up being a
+minimum) and merges into batches (von Neumann test). When the test fails at every admissible
+batch size — the run is too short for its relaxation time — or a requested relative precision
+is not reached, :func:`run_micro_batches` doubles the run (the same random stream continues,
+so the result is still a function of the seed alone), at most ``extend`` times and never
+beyond the event budget; an estimate still not converged is reported as such
+(``converged = False``), never silently.
+
+**Event budget.** Before simulating, a run states its expected event count (≈ event rate ×
+horizon, logged) and refuses to start one beyond the budget — default
+:data:`DEFAULT_MAX_EVENTS` = 10¹⁰ events, 1.8× the largest runs of the full config (the
+universality-diffusion points at N = 10⁵: 2 × λN × 28 050 ≈ 5.6·10⁹ events, 15–20 CPU-minutes
+each at the kernel's 5–10 M events/s) — unless the budget is raised with ``--max-events`` on
+``lbrepro simulate`` or ``simulation.max_events`` in the config; the error names both and
+quotes the estimate. An extension (doubling) is made only while the doubled run stays within
+the budget, so the budget also bounds what the data-driven run length can cost.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import numpy as np
+
+from lbrepro.core.errors import ConfigError
+from lbrepro.core.stats import MICRO_BATCHES, Batching, batch_means_ci, choose_batching
+
+__all__ = [
+    "DEFAULT_MAX_EVENTS",
+    "RunLength",
+    "check_budget",
+    "event_budget",
+    "max_doublings",
+    "max_events",
+    "micro_count",
+    "run_micro_batches",
+]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_EVENTS = 1.0e10
+# A kernel call should return to Python at least every this many expected events (~2–5 s).
+EVENTS_PER_RETURN = 2.0e7
+# Doublings of the run allowed when the batch means are still correlated (at most 4× the
+# configured horizon: bounded cost for runs far too short for their relaxation time).
+DEFAULT_EXTEND = 2
+
+_budget: list[float] = [DEFAULT_MAX_EVENTS]
+_extend: list[int] = [DEFAULT_EXTEND]
+
+
+def max_events() -> float:
+    """The event budget in force (``DEFAULT_MAX_EVENTS`` unless raised by ``event_budget``)."""
+    return _budget[-1]
+
+
+def max_doublings() -> int:
+    """How many times a run may double (``DEFAULT_EXTEND`` unless set by ``event_budget``)."""
+    return _extend[-1]
+
+
+@contextmanager
+def event_budget(limit: float | None, extend: int | None = None) -> Iterator[None]:
+    """Run the block with the event budget ``limit`` and at most ``extend`` doublings of a
+    run (None keeps the current value): ``simulation.max_events`` / ``simulation.extend`` of
+    the config, ``--max-events`` of ``lbrepro simulate``."""
+    if limit is not None:
+        limit = float(limit)
+        if not limit > 0:
+            raise ConfigError("max_events", f"must be > 0, got {limit!r}")
+    if extend is not None and (isinstance(extend, bool) or int(extend) != extend or extend < 0):
+        raise ConfigError("extend", f"must be an integer >= 0, got {extend!r}")
+    _budget.append(max_events() if limit is None else limit)
+    _extend.append(max_doublings() if extend is None else int(extend))
+    try:
+        yield
+    finally:
+        _budget.pop()
+        _extend.pop()
+
+
+def check_budget(expected: float, *, what: str) -> None:
+    """Refuse a run whose expected event count exceeds the budget, naming the parameters."""
+    limit = max_events()
+    log.info("%s: expected %.3g events (budget %.3g)", what, expected, limit)
+    if not expected <= limit:
+        raise ConfigError(
+            "max_events",
+            f"{what} is expected to take {expected:.3g} events, more than the budget of "
+            f"{limit:.3g}: shorten 'horizon' (or N), or raise the budget with --max-events "
+            "(lbrepro simulate) or simulation.max_events (config)",
+        )
+
+
+def micro_count(expected_events: float, micro: int = MICRO_BATCHES) -> int:
+    """Micro-batches for a run: ``micro``, more when a slice would exceed EVENTS_PER_RETURN."""
+    return max(int(micro), math.ceil(expected_events / EVENTS_PER_RETURN))
+
+
+_stop = [False]
+
+
+def _on_sigint(signum: int, frame: object) -> None:
+    _stop[0] = True
+
+
+@contextmanager
+def _interruptible() -> Iterator[None]:
+    """Turn Ctrl-C into a flag checked between micro-batches.
+
+    Python's default handler raises KeyboardInterrupt wherever the interpreter happens to be;
+    inside numba's boxing of a kernel's results that surfaces as a SystemError chain. With
+    this handler the run stops at the next micro-batch boundary with a clean
+    KeyboardInterrupt. Left alone outside the main thread or where SIGINT is ignored.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is signal.SIG_IGN:
+        yield
+        return
+    _stop[0] = False
+    signal.signal(signal.SIGINT, _on_sigint)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        _stop[0] = False
+
+
+@dataclass(frozen=True)
+class RunLength:
+    """What :func:`run_micro_batches` did: the batching chosen and the length actually run.
+
+    ``micro_len`` is the duration of one micro-batch, ``micro`` the number run, ``horizon``
+    their total (the configured horizon times 2^``doublings``); ``warmup_used`` the time
+    discarded (micro-batches before ``batching.start``); ``converged`` is False when the
+    batch means still failed the independence test (or the precision was not reached) after
+    every allowed extension.
+    """
+
+    batching: Batching
+    micro_len: float
+    micro: int
+    horizon: float
+    doublings: int
+    converged: bool
+
+    @property
+    def warmup_used(self) -> float:
+        return self.batching.start * self.micro_len
+
+    @property
+    def batches(self) -> int:
+        return self.batching.batches
+
+
+def run_micro_batches(
+    step: Callable[[float], int],
+    main: Callable[[], np.ndarray],
+    *,
+    horizon: float,
+    warmup: float,
+    min_batches: int,
+    events_per_time: float,
+    extend: int | None = None,
+    rel_precision: float | None = None,
+    micro: int = MICRO_BATCHES,
+) -> RunLength:
+    """Drive a simulator in micro-batches, choose its batching, extend it while needed.
+
+    ``step(t_end)`` advances the simulation to time ``t_end``, records one micro-batch and
+    returns the number of events it took; ``main()`` returns the micro-batch series of the
+    main quantity so far. The horizon is cut into ``micro_count`` equal slices; the warm-up
+    is rounded up to whole slices and is a minimum truncation. The run doubles (at most
+    ``extend`` times, within the event budget) while the batch means fail the independence
+    test, or while the main quantity's relative half-width exceeds ``rel_precision``.
+    ``extend`` None means :func:`max_doublings`.
+    """
+    if extend is None:
+        extend = max_doublings()
+    expected = events_per_time * horizon
+    M = micro_count(expected, micro)
+    length = horizon / M
+    min_start = math.ceil(warmup / length - 1e-9)
+    if M - min_start < 2 * min_batches:
+        raise ConfigError(
+            "warmup",
+            f"warm-up {warmup:g} leaves too little of horizon {horizon:g} for {min_batches} "
+            "batches",
+        )
+    count = 0
+    events = 0
+
+    def run_to(n: int) -> None:
+        nonlocal count, events
+        while count < n:
+            count += 1
+            events += step(count * length)
+            if _stop[0]:
+                raise KeyboardInterrupt
+
+    with _interruptible():
+        run_to(M)
+        doublings = 0
+        while True:
+            batching = choose_batching(main(), min_start=min_start, min_batches=min_batches)
+            ok = batching.converged
+            if ok and rel_precision is not None:
+                est = batch_means_ci(batching.merge(main()), ar1=True)
+                ok = bool(est.half_width <= rel_precision * abs(est.mean))
+            if ok or doublings >= extend or 2.0 * events > max_events():
+                break
+            run_to(2 * count)
+            doublings += 1
+    return RunLength(batching, length, count, count * length, doublings, ok)

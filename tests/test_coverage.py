@@ -1,0 +1,220 @@
+"""Confidence intervals that cover: warm-up, batching, run length and the event budget.
+
+The full coverage measurement on known answers is ``bench/bench_coverage.py`` (its table is
+``src/lbrepro/report/coverage.json``); here a cheap case checks the same statistics on
+synthetic AR(1) series with a known mean, plus unit tests of each step.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.signal import lfilter
+
+from lbrepro import cli
+from lbrepro.core.errors import ConfigError
+from lbrepro.core.stats import (
+    Batching,
+    batch_means_ci,
+    choose_batching,
+    merge_batches,
+    mser5,
+    von_neumann,
+)
+from lbrepro.sim import occupancy
+from lbrepro.sim.runlength import DEFAULT_MAX_EVENTS, check_budget, event_budget, max_events
+
+
+def ar1(rng: np.random.Generator, n: int, phi: float, x0: float = 0.0) -> np.ndarray:
+    """x_t = φ x_{t−1} + e_t, e_t standard normal, stationary mean 0, started at x0."""
+    return lfilter([1.0], [1.0, -phi], rng.normal(size=n), zi=[phi * x0])[0]
+
+
+def test_ar1_intervals_cover_at_the_nominal_rate():
+    """200 AR(1) series (φ = 0.8, integrated autocorrelation time 9) of 2560 micro-batches,
+    started far from the mean: MSER-5 + von Neumann batching + AR(1)-corrected t cover 0."""
+    rng = np.random.default_rng(20261201)
+    hits, starts = 0, []
+    for _ in range(200):
+        x = ar1(rng, 2560, 0.8, x0=100.0)
+        b = choose_batching(x)
+        est = batch_means_ci(b.merge(x), ar1=True)
+        hits += est.low <= 0.0 <= est.high
+        starts.append(b.start)
+    assert hits / 200 >= 0.92
+    assert np.mean(starts) > 20  # the transient (100·φ^t, ~20 steps) is cut away
+
+
+def test_mser5_cuts_an_obvious_transient():
+    rng = np.random.default_rng(1)
+    t = np.arange(2000)
+    x = 10.0 * np.exp(-t / 50.0) + rng.normal(0.0, 0.5, size=t.size)
+    d = mser5(x)
+    assert d % 5 == 0
+    assert 150 <= d <= 1000  # 10·e^{-3} = 0.5: the transient is gone by ~150
+    assert mser5(rng.normal(size=2000)) < 200  # stationary: little or nothing cut
+    assert mser5(np.arange(7.0)) == 0  # too short to judge
+
+
+def test_reblocking_gives_correlated_series_larger_batches():
+    rng = np.random.default_rng(2)
+    iid = choose_batching(rng.normal(size=2560))
+    corr = choose_batching(ar1(rng, 2560, 0.95))
+    assert iid.converged and iid.group <= 2
+    assert corr.group >= 8 * iid.group
+    assert corr.batches >= 20
+    # Single micro-batches fail the test; the chosen batching passed it (or is flagged).
+    x = ar1(rng, 2560, 0.9)
+    assert von_neumann(x)[1] < 1e-6
+    b = choose_batching(x)
+    assert b.p_value > 0.1 if b.converged else b.batches >= 20
+
+
+def test_batching_not_converged_is_flagged_and_warmup_is_a_minimum():
+    rng = np.random.default_rng(3)
+    slow = ar1(rng, 1280, 0.999)
+    b = choose_batching(slow, min_start=100)
+    assert not b.converged and b.batches >= 20
+    assert b.start >= 100
+    with pytest.raises(ConfigError, match="horizon"):
+        choose_batching(slow[:30])
+
+
+def test_merge_batches_drops_the_leading_remainder():
+    b = Batching(start=1, group=3, batches=3, converged=True, p_value=1.0, mser_start=0)
+    x = np.arange(10.0)
+    np.testing.assert_allclose(merge_batches(x, b), [2.0, 5.0, 8.0])
+    w = np.ones(10)
+    w[1] = 2.0
+    np.testing.assert_allclose(b.merge(x, w)[0], (2 * 1 + 2 + 3) / 4)
+
+
+def test_intervals_respect_the_range_of_the_quantity():
+    rng = np.random.default_rng(4)
+    rare = rng.binomial(1, 0.1, size=(20, 3)) * 1e-3  # fractions near 0
+    est = batch_means_ci(rare, lower=0.0, upper=1.0)
+    assert np.all(np.asarray(est.low) >= 0.0) and np.all(np.asarray(est.high) <= 1.0)
+    near_one = 1.0 - rare
+    est = batch_means_ci(near_one, lower=0.0, upper=1.0)
+    assert np.all(np.asarray(est.high) <= 1.0)
+    # Unclipped, the same data give negative lower bounds: the clipping is doing something.
+    assert np.any(np.asarray(batch_means_ci(rare).low) < 0.0)
+
+
+def test_simulated_tail_fractions_have_no_negative_bounds():
+    """The issue's case, shortened: u_k at λ = 0.95, d = 1, N = 100."""
+    r = occupancy.simulate_occupancy(lam=0.95, N=100, d=1, horizon=2000, warmup=200, seed=5)
+    assert np.all(r.u_all_ci_low >= 0.0) and np.all(r.u_all_ci_high <= 1.0)
+    assert r.warmup_used >= 200 and r.batches >= 20
+    assert r.to_dict()["converged"] in (True, False)
+
+
+def test_same_seed_same_numbers_and_extension_is_bounded():
+    kw = {"lam": 0.95, "N": 1, "d": 1, "horizon": 3000.0, "warmup": 100.0, "seed": 6}
+    a = occupancy.simulate_occupancy(**kw)
+    b = occupancy.simulate_occupancy(**kw)
+    assert a.to_dict() | {"elapsed": 0, "events_per_second": 0} == b.to_dict() | {
+        "elapsed": 0,
+        "events_per_second": 0,
+    }
+    # 3000 time units are ~4 relaxation times of an M/M/1 queue at ρ = 0.95: the run doubles.
+    assert a.horizon in (3000.0, 6000.0, 12000.0)
+    with event_budget(None, extend=0):
+        c = occupancy.simulate_occupancy(**kw)
+    assert c.horizon == 3000.0
+    assert a.horizon > 3000.0 or a.converged
+
+
+def test_event_budget_refuses_and_names_the_parameter():
+    assert max_events() == DEFAULT_MAX_EVENTS
+    with pytest.raises(ConfigError, match=r"max_events.*1e\+12 events"):
+        check_budget(1e12, what="this run")
+    with pytest.raises(ConfigError, match="max_events"):
+        occupancy.simulate_occupancy(lam=0.9, N=1000, d=2, horizon=1e12, warmup=0, seed=1)
+    with event_budget(1e13):
+        check_budget(1e12, what="this run")
+    with event_budget(10.0), pytest.raises(ConfigError, match="max_events"):
+        occupancy.simulate_occupancy(lam=0.9, N=10, d=2, horizon=100, warmup=0, seed=1)
+    with pytest.raises(ConfigError, match="max_events"), event_budget(-1.0):
+        pass
+
+
+def test_cli_refuses_a_huge_run_and_accepts_max_events(capsys):
+    code = cli.main(
+        ["simulate", "supermarket", "--lam", "0.9", "--d", "2", "--N", "1000", "--horizon", "1e12"]
+    )
+    err = capsys.readouterr().err
+    assert code != 0 and "max_events" in err and "--max-events" in err and "1.8e+15" in err
+    code = cli.main(
+        ["simulate", "supermarket", "--lam", "0.9", "--d", "2", "--N", "10", "--horizon", "200",
+         "--max-events", "1e3"]
+    )  # fmt: skip
+    assert code != 0 and "max_events" in capsys.readouterr().err
+
+
+def test_ctrl_c_stops_lbrepro_simulate_with_exit_130(monkeypatch, capsys):
+    """The kernels return after each micro-batch; KeyboardInterrupt then surfaces cleanly."""
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(occupancy, "_run", interrupted)
+    code = cli.main(
+        ["simulate", "supermarket", "--lam", "0.9", "--d", "2", "--N", "10", "--horizon", "100"]
+    )
+    err = capsys.readouterr().err
+    assert code == 130
+    assert err.strip() == "lbrepro: interrupted"
+
+
+def test_coverage_record_is_committed_and_passes():
+    path = Path(__file__).resolve().parent.parent / "src" / "lbrepro" / "report" / "coverage.json"
+    record = json.loads(path.read_text(encoding="utf-8"))
+    assert record["commit"] and record["date"] and record["produced_by"]
+    names = {c["case"] for c in record["cases"]}
+    assert {"mm1-rho0.5", "mm1-rho0.9", "mm1-rho0.99"} <= names
+    for c in record["cases"]:
+        assert c["replications"] >= 200
+        assert c["coverage"] >= record["required"] >= 0.92, c
+
+
+def test_fixed_point_start_is_sampled_not_truncated():
+    """ρ = 0.99, d = 1: the rounded fixed point held 90.6 jobs per server; the sampled start
+    is the exact stationary law (independent geometric queues), mean 99."""
+    from lbrepro.models import supermarket
+
+    starts = [supermarket.initial_counts(0.99, 1, 1000, seed=s)[0] for s in range(20)]
+    assert all(c.sum() == 1000 for c in starts)
+    mean = np.mean([(c * np.arange(c.size)).sum() / 1000 for c in starts])
+    assert abs(mean - 99.0) < 3.0  # sd of the mean of 20 000 geometric queues ≈ 0.7
+    rounded = supermarket.initial_counts(0.99, 1, 1000)[0]
+    assert (rounded * np.arange(rounded.size)).sum() / 1000 < 91.0
+    again = supermarket.initial_counts(0.99, 1, 1000, seed=3)[0]
+    np.testing.assert_array_equal(again, starts[3])  # the seed fixes the start
+
+
+def test_sigint_stops_a_run_cleanly_at_the_next_micro_batch(monkeypatch):
+    """A real SIGINT during a run: the handler only sets a flag, the loop raises
+    KeyboardInterrupt after the current micro-batch (not inside numba), and the previous
+    handler is restored."""
+    import os
+    import signal
+
+    real = occupancy._run
+    calls: list[int] = []
+
+    def kernel(*args):
+        calls.append(1)
+        if len(calls) == 3:
+            os.kill(os.getpid(), signal.SIGINT)
+        return real(*args)
+
+    monkeypatch.setattr(occupancy, "_run", kernel)
+    before = signal.getsignal(signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt):
+        occupancy.simulate_occupancy(lam=0.5, N=10, d=2, horizon=100.0, warmup=0.0, seed=1)
+    assert len(calls) == 3
+    assert signal.getsignal(signal.SIGINT) is before
