@@ -227,8 +227,8 @@ def test_controls_consistency_and_inconclusive_are_shown(html: str) -> None:
 
 def test_methods_section_shows_coverage(tree: FakeTree, tmp_path: Path) -> None:
     cov = tmp_path / "coverage.json"
-    rows = [{"case": "M/M/1 rho=0.5", "replications": 200, "coverage": 0.945}]
-    cov.write_text(json.dumps({"date": "2026-12-01", "commit": "abc1234", "rows": rows}))
+    cases = [{"case": "M/M/1 rho=0.5", "replications": 200, "coverage": 0.945}]
+    cov.write_text(json.dumps({"date": "2026-12-01", "commit": "abc1234", "cases": cases}))
     html = tree.render(coverage_file=cov).read_text(encoding="utf-8")
     methods = re.search(r'<section id="methods">(.*?)</section>', html, re.S).group(1)
     for word in ("control", "consistency", "Bonferroni", "finite-N allowance", "Coverage"):
@@ -236,6 +236,10 @@ def test_methods_section_shows_coverage(tree: FakeTree, tmp_path: Path) -> None:
     assert "M/M/1 rho=0.5" in methods and "0.945" in methods and "abc1234" in methods
     absent = tree.render(coverage_file=tmp_path / "none.json").read_text(encoding="utf-8")
     assert "coverage table has not been measured" in absent
+    # The committed record (bench/bench_coverage.py) is shown by default.
+    default = tree.render().read_text(encoding="utf-8")
+    shipped = re.search(r'<section id="methods">(.*?)</section>', default, re.S).group(1)
+    assert "mm1-rho0.99" in shipped and "Wilson" in shipped
 
 
 def test_claim_text_is_escaped(html: str) -> None:

@@ -38,6 +38,20 @@ NO_CLAIMS = "no claims"
 STATUS_ORDER = {NOT_REPRODUCED: 0, INCONCLUSIVE: 1, REPRODUCED: 2, CONSISTENCY: 3}
 #: The measured coverage of the batch-means intervals (bench/bench_coverage.py writes it).
 COVERAGE_FILE = Path(__file__).with_name("coverage.json")
+#: The coverage record's columns shown in the report, with their headings.
+COVERAGE_COLUMNS = {
+    "case": "case",
+    "reference": "known answer",
+    "exact": "value",
+    "replications": "replications",
+    "coverage": "coverage",
+    "coverage_wilson95": "coverage 95% (Wilson)",
+    "mean_estimate": "mean estimate",
+    "mean_half_width": "mean half-width",
+    "mean_warmup_used": "mean warm-up used",
+    "mean_batches": "mean batches",
+    "converged_fraction": "converged",
+}
 
 
 def fmt(value: Any, max_items: int = 6) -> str:
@@ -178,14 +192,30 @@ def _count(claims: Sequence[Mapping[str, Any]]) -> dict[str, int]:
 
 
 def coverage_table(path: Path = COVERAGE_FILE) -> dict[str, Any] | None:
-    """The measured coverage of nominal 95% intervals on known answers, if recorded."""
+    """The measured coverage of nominal 95% intervals on known answers, if recorded.
+
+    ``bench/bench_coverage.py`` writes the record (one entry per known-answer case); the report
+    shows a fixed choice of its columns.
+    """
     if not path.is_file():
         return None
     try:
         data = read_json(path)
     except (OSError, ValueError):
         return None
-    return data if isinstance(data, Mapping) else None
+    if not isinstance(data, Mapping):
+        return None
+    cases = [c for c in data.get("cases") or data.get("rows") or [] if isinstance(c, Mapping)]
+    columns = [c for c in COVERAGE_COLUMNS if any(c in case for case in cases)]
+    return {
+        "date": str(data.get("date") or ""),
+        "commit": str(data.get("commit") or "")[:10],
+        "method": str(data.get("method") or ""),
+        "produced_by": str(data.get("produced_by") or ""),
+        "required": data.get("required"),
+        "columns": [COVERAGE_COLUMNS[c] for c in columns],
+        "rows": [[fmt(case.get(c)) for c in columns] for case in cases],
+    }
 
 
 def _summary(artifact: Artifact, table: Path) -> tuple[dict[str, Any] | None, str]:
