@@ -144,3 +144,11 @@ def test_slope_interval_with_known_errors_uses_normal_quantiles():
     lo, hi = fit.interval()
     assert fit.known_errors
     assert (hi - lo) / 2 == pytest.approx(1.959964 * fit.se, rel=1e-6)
+
+
+def test_unconverged_estimates_are_named_in_the_details():
+    row = {"value": 1.0, "ci_low": 0.9, "ci_high": 1.1, "batches": 20, "converged": False}
+    e = estimate(row)
+    assert not e.converged and estimate({**row, "converged": True}).converged
+    assert "converged = False" in within([e], [1.0]).details
+    assert "converged" not in within([est(1.0, 0.1)], [1.0]).details

@@ -77,6 +77,9 @@ class Estimate:
     batches: int
     N: int | None = None
     seed: Any = None
+    #: False when the run's batch means stayed correlated at every admissible batching: the
+    #: interval is then too narrow and claims built on it say so.
+    converged: bool = True
 
     @classmethod
     def exact(cls, value: float) -> Estimate:

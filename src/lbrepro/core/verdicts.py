@@ -88,6 +88,18 @@ def estimate(row: Mapping[str, Any]) -> Estimate:
         batches=int(batches) if batches is not None and not _nan(batches) else 0,
         N=int(N) if N is not None and not _nan(N) else None,
         seed=row.get("seed"),
+        converged=row.get("converged") not in (False, 0, "False", "false"),
+    )
+
+
+def _unconverged(estimates: Sequence[Estimate]) -> str:
+    """A warning for the details when some intervals come from runs that did not converge."""
+    n = sum(not e.converged for e in estimates)
+    if not n:
+        return ""
+    return (
+        f"; WARNING: {n} of {len(estimates)} estimates from runs whose batch means stayed "
+        "correlated (converged = False): their intervals are too narrow"
     )
 
 
@@ -149,7 +161,7 @@ def within(
         tolerance=f"Bonferroni ×{w:.3f} over {m}, allowance ≤ {float(np.max(allow)):.2g}",
         details=(
             f"worst {name}: estimate {e.mean:.6g} [{e.low:.6g}, {e.high:.6g}] vs reference "
-            f"{float(references[worst]):.6g}"
+            f"{float(references[worst]):.6g}" + _unconverged(estimates)
         ),
     )
 
@@ -197,7 +209,7 @@ def better(
         details=(
             f"{sum(holds)}/{n} pairs hold; {'worst' if quantifier == 'all' else 'best'} {name}: "
             f"A {a[i].mean:.6g} ± {a[i].half_width:.2g} vs B {b[i].mean:.6g} ± "
-            f"{b[i].half_width:.2g}"
+            f"{b[i].half_width:.2g}" + _unconverged([*a, *b])
         ),
     )
 
@@ -252,7 +264,7 @@ def trend(
         measured=round(float(overall), 3) if math.isfinite(overall) else overall,
         expected=f"{direction}: first→last z > {Z95:.2f}, no significant reversal",
         tolerance=f"steps judged at z {crit:.2f} (Bonferroni over {n - 1})",
-        details=f"significant reversals: {rev}{extra}; values {listing}",
+        details=f"significant reversals: {rev}{extra}; values {listing}" + _unconverged(est),
     )
 
 
