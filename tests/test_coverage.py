@@ -213,8 +213,15 @@ def test_sigint_stops_a_run_cleanly_at_the_next_micro_batch(monkeypatch):
         return real(*args)
 
     monkeypatch.setattr(occupancy, "_run", kernel)
-    before = signal.getsignal(signal.SIGINT)
-    with pytest.raises(KeyboardInterrupt):
-        occupancy.simulate_occupancy(lam=0.5, N=10, d=2, horizon=100.0, warmup=0.0, seed=1)
-    assert len(calls) == 3
-    assert signal.getsignal(signal.SIGINT) is before
+    # A process started in the background by a non-interactive shell (as CI may be) inherits
+    # SIGINT ignored, and the simulator rightly leaves an ignored SIGINT alone: give this test
+    # the handler an interactive Python has.
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        before = signal.getsignal(signal.SIGINT)
+        with pytest.raises(KeyboardInterrupt):
+            occupancy.simulate_occupancy(lam=0.5, N=10, d=2, horizon=100.0, warmup=0.0, seed=1)
+        assert len(calls) == 3
+        assert signal.getsignal(signal.SIGINT) is before
+    finally:
+        signal.signal(signal.SIGINT, inherited)

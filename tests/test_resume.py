@@ -47,6 +47,11 @@ def _command(tmp_path: Path) -> list[str]:
     ]
 
 
+def _default_sigint() -> None:
+    """In the child before exec: SIGINT back to its default disposition."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _interrupt(cmd: list[str], cwd: Path, sig: signal.Signals) -> None:
     """Start the run, wait until the point's job is running, then send ``sig``.
 
@@ -62,6 +67,9 @@ def _interrupt(cmd: list[str], cwd: Path, sig: signal.Signals) -> None:
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        # A test run started in the background by a non-interactive shell (as CI may be)
+        # inherits SIGINT ignored; Ctrl-C at a terminal reaches a process that does not.
+        preexec_fn=_default_sigint,
     )
     try:
         assert proc.stderr is not None
