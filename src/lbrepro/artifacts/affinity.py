@@ -2247,38 +2247,30 @@ def _tun_check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
         f"≤ {cfg['low']} no-queueing, ≥ {cfg['high']} queueing"
     )
     claims = []
-    ex = sorted(
-        (r for r in select(rows, quantity="exit_time") if d1 / r["N"] <= SMALL_D1_RATIO),
-        key=lambda r: r["N"],
-    )
-    v, c = _grows(ex)
-    claims.append(
-        make_claim(
-            f"The residence time near the no-queueing state increases with N ({small}): the mean "
-            "first exit time from empty, capped, increases with N",
-            v,
-            control=("the same trend test on N in reversed order must fail", c),
-            details=hyst
-            + "; censored at the cap: "
-            + ", ".join(f"N={r['N']}: {r['censored']}/{r['reps']}" for r in ex),
+    # The same trend test for the first exits from each quasi-stable state.
+    for quantity, state, start, show_cap in (
+        ("exit_time", "no-queueing", "empty", False),
+        ("queueing_exit_time", "queueing", "a type-II job everywhere", True),
+    ):
+        runs = sorted(
+            (r for r in select(rows, quantity=quantity) if d1 / r["N"] <= SMALL_D1_RATIO),
+            key=lambda r: r["N"],
         )
-    )
-    qs = sorted(
-        (r for r in select(rows, quantity="queueing_exit_time") if d1 / r["N"] <= SMALL_D1_RATIO),
-        key=lambda r: r["N"],
-    )
-    v, c = _grows(qs)
-    claims.append(
-        make_claim(
-            f"The residence time near the queueing state increases with N ({small}): the mean "
-            "first exit time from a type-II job everywhere, capped, increases with N",
-            v,
-            control=("the same trend test on N in reversed order must fail", c),
-            details=hyst
-            + "; censored at the cap: "
-            + ", ".join(f"N={r['N']}: {r['censored']}/{r['reps']} (cap {r['cap']:g})" for r in qs),
+        v, c = _grows(runs)
+        censored = ", ".join(
+            f"N={r['N']}: {r['censored']}/{r['reps']}"
+            + (f" (cap {r['cap']:g})" if show_cap else "")
+            for r in runs
         )
-    )
+        claims.append(
+            make_claim(
+                f"The residence time near the {state} state increases with N ({small}): the mean "
+                f"first exit time from {start}, capped, increases with N",
+                v,
+                control=("the same trend test on N in reversed order must fail", c),
+                details=hyst + "; censored at the cap: " + censored,
+            )
+        )
     for state in ("queueing", "no-queueing"):
         res = sorted(
             (r for r in select(rows, quantity="residence", state=state) if r["method"] == "sim"),
