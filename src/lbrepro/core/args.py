@@ -11,7 +11,7 @@ import numpy as np
 
 from lbrepro.core.errors import ConfigError
 
-__all__ = ["float_arg", "float_seq", "int_arg"]
+__all__ = ["float_arg", "float_seq", "int_arg", "run_length"]
 
 
 def int_arg(name: str, value: Any, minimum: int) -> int:
@@ -51,3 +51,19 @@ def float_seq(name: str, value: Any) -> tuple[float, ...]:
     if not items:
         raise ConfigError(name, "must not be empty")
     return tuple(float_arg(name, x) for x in items)
+
+
+def run_length(horizon: Any, warmup: Any, batches: Any) -> tuple[float, float, int]:
+    """The one validation rule for a simulation's (horizon, warm-up, batches).
+
+    The warm-up is ≥ 0 and shorter than the horizon, and a batch-means interval needs at least
+    two batches (one batch has no spread). Every simulator calls this, so the rule and its
+    messages are the same everywhere.
+    """
+    horizon = float_arg("horizon", horizon)
+    warmup = float_arg("warmup", warmup)
+    if warmup < 0:
+        raise ConfigError("warmup", f"must be >= 0, got {warmup}")
+    if horizon <= warmup:
+        raise ConfigError("horizon", f"must exceed warmup = {warmup}, got {horizon}")
+    return horizon, warmup, int_arg("batches", batches, 2)
