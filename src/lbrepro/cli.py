@@ -507,7 +507,8 @@ def _list(as_json: bool) -> None:
 
 
 def _validate(paths: Sequence[str]) -> None:
-    from lbrepro.config import CONFIG_PATH, load_config, validate_config
+    from lbrepro.config import CONFIG_PATH, load_config
+    from lbrepro.pipeline import validate_config
 
     if not paths:
         # The config of the checkout in the working directory, else of this source checkout.
