@@ -33,6 +33,7 @@ from scipy import integrate, linalg
 
 from lbrepro.core.equilibrium import integrate_to_equilibrium
 from lbrepro.core.errors import ConfigError, ConvergenceError, UnstableError
+from lbrepro.meanfield.closed_forms import doubly_exponential_exponent
 from lbrepro.models import service
 from lbrepro.models.service import ServiceDist
 
@@ -153,18 +154,19 @@ def published_tail(
 ) -> np.ndarray:
     """The published fixed point Π_k = ρ^{(d^k−1)/(d−1)} θ^{(d^{k−1}−1)/(d−1)}, k = 0..K.
 
-    (Π_0 = 1, Π_1 = ρ, Π_2 = θρ^{d+1}; d = 1 gives ρ^k θ^{k−1} with θ = 1.) The exponents are
-    exact integers built by e_k = d e_{k−1} + 1; the vector stops at kmax or at the first
-    value below tol.
+    (Π_0 = 1, Π_1 = ρ, Π_2 = θρ^{d+1}; d = 1 gives ρ^k θ^{k−1} with θ = 1.) Not the
+    doubly exponential tail of :mod:`lbrepro.meanfield.closed_forms`: the paper's extra factor
+    θ^{…} makes it differ beyond exponential service (and even there, by θ = 1/d at d ≥ 2). The
+    exponents are the exact integers of :func:`doubly_exponential_exponent` at k and k − 1; the
+    vector stops at kmax or at the first value below tol.
     """
     dist, lam, d = _validate(dist, lam, d)
     rho = lam * dist.mean
     th = theta(dist, d)
     out = [1.0]
-    e_rho, e_th = 0, 0  # e_rho = (d^k − 1)/(d − 1), e_th = (d^{k−1} − 1)/(d − 1)
     for k in range(1, kmax + 1):
-        e_th = e_rho if k >= 2 else 0
-        e_rho = d * e_rho + 1
+        e_rho = doubly_exponential_exponent(d, k)  # (d^k − 1)/(d − 1)
+        e_th = doubly_exponential_exponent(d, k - 1)  # (d^{k−1} − 1)/(d − 1)
         log_v = e_rho * math.log(rho) + e_th * math.log(th)
         v = math.exp(log_v) if log_v > -745 else 0.0
         out.append(v)
@@ -330,9 +332,8 @@ def _default_truncation(dist: ServiceDist, lam: float, d: int, tol: float) -> in
     r = rho ** (1.0 / (1.0 + 0.5 * (scv - 1.0)))
     if d == 1:
         return int(min(4000, max(16, math.ceil(2 * math.log(tol) / math.log(r)) + 4)))
-    k, e = 0, 0
-    while e * math.log(r) > math.log(tol) and k < 200:
-        e = d * e + 1
+    k = 0
+    while doubly_exponential_exponent(d, k) * math.log(r) > math.log(tol) and k < 200:
         k += 1
     return max(16, 2 * k + 6)
 
@@ -363,10 +364,12 @@ def cavity_fixed_point(
         raise ConfigError("K", f"truncation level must be an integer >= 2, got {K!r}")
     K = int(K)
     start = time.perf_counter()
+    # Start from the exponential-service fixed point ρ^((d^k−1)/(d−1)); for d ≥ 2 it is taken
+    # in logs, clamped at e^−700, so the deepest levels stay positive instead of underflowing.
     if d == 1:
         u = rho ** np.arange(K + 1, dtype=float)
     else:
-        e = np.array([(d**k - 1) // (d - 1) for k in range(K + 1)], dtype=float)
+        e = np.array([doubly_exponential_exponent(d, k) for k in range(K + 1)], dtype=float)
         with np.errstate(under="ignore"):
             u = np.exp(np.maximum(e * math.log(rho), -700.0))
 
