@@ -34,6 +34,7 @@ from scipy.integrate import solve_ivp
 from lbrepro.core.args import float_arg
 from lbrepro.core.equilibrium import solve_truncated
 from lbrepro.core.errors import ConfigError, ConvergenceError, UnstableError
+from lbrepro.meanfield.closed_forms import doubly_exponential_until
 from lbrepro.meanfield.population import PopulationModel
 from lbrepro.models.spec import MEMORY_LIMIT, RUN_PARAMS, Model, Param, Summary
 from lbrepro.sim.occupancy import (
@@ -143,21 +144,12 @@ def fixed_point_closed_form(
 ) -> np.ndarray:
     """Closed-form fixed point ``u_k = ρ^{(d^k−1)/(d−1)}`` (d = 1: ``ρ^k``), k = 0..K.
 
-    K is the first level with ``u_K < tol``. The exponent ``e_k = (d^k−1)/(d−1)`` obeys
-    ``e_k = d·e_{k−1} + 1``; it is kept as an exact integer and the loop stops as soon as
-    ``e_k·log ρ < log tol``, so ``d^k`` never overflows a float.
+    K is the first level with ``u_K < tol`` (see :mod:`lbrepro.meanfield.closed_forms`).
     """
     lam, d, mu = _validate(lam, d, mu)
     if not 0 < tol < 1:
         raise ConfigError("tol", f"must be in (0, 1), got {tol!r}")
-    log_rho, log_tol = math.log(lam / mu), math.log(tol)
-    if d == 1:
-        K = math.floor(log_tol / log_rho) + 1  # first k with k·log ρ < log tol
-        return np.exp(np.arange(K + 1) * log_rho)
-    exps = [0]
-    while exps[-1] * log_rho >= log_tol:
-        exps.append(d * exps[-1] + 1)
-    return np.exp(np.array(exps, dtype=float) * log_rho)
+    return doubly_exponential_until(lam / mu, d, tol)
 
 
 def mean_jobs(u: Any) -> float:
