@@ -154,7 +154,7 @@ def test_bad_input(args, err, key) -> None:
 
 
 def test_solve_json() -> None:
-    out = gen.solve("erlang:2", 0.8, 2)
+    out = gen.solve("erlang:2", lam=0.8, d=2)
     # The truth first: the exact mean field at the top level, the published CF beneath.
     assert out["method"] == "exact mean field (cavity queue)"
     assert out["published"]["theta"] == pytest.approx(0.625)

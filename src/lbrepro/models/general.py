@@ -36,6 +36,8 @@ from lbrepro.core.errors import ConfigError, ConvergenceError, UnstableError
 from lbrepro.meanfield.closed_forms import doubly_exponential_exponent
 from lbrepro.models import service
 from lbrepro.models.service import ServiceDist
+from lbrepro.models.spec import RUN_PARAMS, Model, Param
+from lbrepro.sim.general_service import GeneralSimResult, simulate_general
 
 __all__ = [
     "MeanFieldPH",
@@ -46,6 +48,7 @@ __all__ = [
     "published_sojourn",
     "published_tail",
     "simulate",
+    "simulate_json",
     "solve",
     "theta",
     "theta_closed_form",
@@ -501,17 +504,15 @@ def simulate(
     warmup: float,
     seed: np.random.SeedSequence | int,
     batches: int = 20,
-):
+) -> GeneralSimResult:
     """Simulate N FCFS servers with general service under JSQ(d) (thin call into the kernel)."""
-    from lbrepro.sim.general_service import simulate_general
-
     dist, lam, d = _validate(dist, lam, d)
     return simulate_general(
         dist=dist, lam=lam, d=d, N=N, horizon=horizon, warmup=warmup, seed=seed, batches=batches
     )
 
 
-def solve(dist: Any, lam: Any, d: Any) -> dict[str, Any]:
+def solve(dist: Any = "exp", *, lam: Any, d: Any) -> dict[str, Any]:
     """JSON-ready summary for ``lbrepro solve general``: the truth first.
 
     The top level holds the exact mean field (the cavity queue, for phase-type service; the
@@ -557,17 +558,28 @@ def solve(dist: Any, lam: Any, d: Any) -> dict[str, Any]:
     return out
 
 
-def simulate_cli(
-    dist: str,
+def simulate_json(
+    dist: str = "exp",
+    *,
     lam: float,
     d: int,
     N: int,
     horizon: float,
-    warmup: float | None,
-    seed: int,
-    batches: int,
+    warmup: float | None = None,
+    seed: int = 1,
+    batches: int = 20,
+    replace: bool = True,
+    start: str = "empty",
 ) -> dict[str, Any]:
-    """JSON-ready result for ``lbrepro simulate general`` (warm-up default: 10% of horizon)."""
+    """JSON-ready result for ``lbrepro simulate general`` (warm-up default: 10% of horizon).
+
+    The kernel samples the d servers with replacement and starts empty, so ``replace=False``
+    and any other start are refused by name rather than ignored.
+    """
+    if not replace:
+        raise ConfigError("replace", "the general-service kernel samples with replacement only")
+    if start != "empty":
+        raise ConfigError("start", "the general-service simulation starts empty")
     w = 0.1 * horizon if warmup is None else warmup
     r = simulate(dist, lam, d, N=N, horizon=horizon, warmup=w, seed=seed, batches=batches)
     return {
@@ -586,3 +598,45 @@ def simulate_cli(
         "events": r.events_total,
         "events_per_second": r.events_per_second,
     }
+
+
+def simulate_cli(
+    dist: str,
+    lam: float,
+    d: int,
+    N: int,
+    horizon: float,
+    warmup: float | None,
+    seed: int,
+    batches: int,
+) -> dict[str, Any]:
+    """:func:`simulate_json` with positional arguments, the form tests/test_general_sim.py calls."""
+    return simulate_json(
+        dist, lam=lam, d=d, N=N, horizon=horizon, warmup=warmup, seed=seed, batches=batches
+    )
+
+
+MODEL = Model(
+    name="general",
+    help="JSQ(d) with FCFS servers and a general service-time law (Li & Lui)",
+    params=(
+        Param(
+            "dist",
+            "text",
+            "service distribution, scaled to mean 1: exp, erlang:m, hyperexp:scv, "
+            "coxian:r1,..,c1,.., det, weibull:k, lomax:alpha, lognormal:sigma",
+        ),
+        Param("lam", "real", "arrival rate per server (= ρ)"),
+        Param("d", "integer", "servers sampled per job", minimum=1, maximum="servers"),
+        *RUN_PARAMS,
+        Param(
+            "start",
+            "choice",
+            "initial state: empty (the only start of the general-service kernel)",
+            choices=("empty",),
+            commands=("simulate",),
+        ),
+    ),
+    solve=solve,
+    simulate=simulate_json,
+)
