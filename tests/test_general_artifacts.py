@@ -113,3 +113,17 @@ def test_bad_config_names_the_key(aid: str, change: dict, key: str) -> None:
     with pytest.raises(ConfigError) as err:
         ARTIFACTS[aid].validate(CFG[aid] | change)
     assert err.value.key == key
+
+
+def test_infinite_variance_run_is_not_doubled() -> None:
+    """Lomax α = 1.5 (infinite variance) runs once at its horizon; lighter laws may double."""
+    from lbrepro.sim.runlength import event_budget
+
+    art = ARTIFACTS["general-tail"]
+    cfg = CFG["general-tail"] | {"dists": ["lomax:3", "lomax:1.5"]}
+    pts = art.points(cfg)
+    assert "extend" not in pts["lomax3"] and pts["lomax1.5"]["extend"] == 0
+    with event_budget(None, extend=2):
+        rows = art.compute(pts["lomax1.5"], np.random.SeedSequence(5))
+    (run,) = [r for r in rows if r["method"] == "sim" and r["quantity"] == "mean_sojourn"]
+    assert run["measured_time"] + run["warmup_used"] == pytest.approx(cfg["horizon"])
