@@ -306,6 +306,7 @@ def simulate_general(
     micro_events: list[int] = []
 
     def step(t_end: float) -> int:
+        """Run one micro-batch (growing the level arrays as needed); return its events."""
         nonlocal Q, area, last
         t_start = clock[0]
         ev0, ar0 = int(counters[0]), int(counters[1])

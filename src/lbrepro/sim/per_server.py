@@ -271,6 +271,7 @@ def simulate_per_server(
     micro_events: list[int] = []
 
     def step(t_end: float) -> int:
+        """Run one micro-batch (growing the level arrays as needed); return its events."""
         nonlocal cnt, area, nb, top, jobs, t
         t_start = t
         jobs_area = 0.0
