@@ -67,6 +67,7 @@ def _run(aid: str, tmp_path) -> tuple[list, list]:
     return back, claims
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("aid", list(CFG))
 def test_artifact_runs(aid: str, tmp_path) -> None:
     rows, claims = _run(aid, tmp_path)
