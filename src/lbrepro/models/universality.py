@@ -46,6 +46,7 @@ from lbrepro.core.errors import ConfigError, UnstableError
 from lbrepro.core.stats import batch_means_ci
 from lbrepro.meanfield.closed_forms import doubly_exponential_exponent
 from lbrepro.models import supermarket
+from lbrepro.models.spec import RUN_PARAMS, Model, Param, Summary
 from lbrepro.sim.diffusion import QUANTITIES, SCHEMES, DiffusionResult, simulate_coupled
 from lbrepro.sim.occupancy import OccupancySimResult, simulate_occupancy
 
@@ -58,9 +59,12 @@ __all__ = [
     "fluid_fixed_point",
     "halfin_whitt_lam",
     "jsq_diffusion_means",
+    "parse_family",
     "q2_fluid",
     "simulate",
     "simulate_jsq_diffusion",
+    "simulate_summary",
+    "solve",
 ]
 
 #: Named d(N) families: two fixed d, then growing ones up to JSQ (d = N).
@@ -480,3 +484,69 @@ def solve(lam: float, d: int | str) -> dict[str, Any]:
         "mean_sojourn": float(np.sum(q[1:])) / lam,
         "fixed_points": [{"u": [float(v) for v in q], "kind": "JSQ fluid" if jsq else "fixed d"}],
     }
+
+
+def parse_family(text: str) -> int | str:
+    """A fixed d (an integer) or a d(N) family name, as the config writes it."""
+    return int(text) if text.lstrip("+-").isdigit() else text
+
+
+def simulate_summary(
+    *,
+    lam: float,
+    d: int | str,
+    N: int,
+    horizon: float,
+    warmup: float | None = None,
+    seed: np.random.SeedSequence | int = 1,
+    batches: int = 20,
+    progress: bool = False,
+    start: str = "fixed_point",
+) -> Summary:
+    """``lbrepro simulate universality``: one run at d = d(N), echoing the family and its d.
+
+    The d servers are always sampled without replacement (d = N is JSQ); the warm-up defaults
+    to a tenth of the horizon.
+    """
+    d_value = d_of_N(d, N)
+    if warmup is None:
+        warmup = 0.1 * float_arg("horizon", horizon)
+    result = simulate(
+        lam=lam,
+        N=N,
+        d=d_value,
+        horizon=horizon,
+        warmup=warmup,
+        seed=seed,
+        batches=batches,
+        progress=progress,
+        start=start,
+    )
+    params = {"lam": lam, "d": d, "d_value": d_value, "start": start}
+    return Summary({"params": params} | result.to_dict())
+
+
+MODEL = Model(
+    name="universality",
+    help="JSQ(d(N)) with d(N) servers sampled without replacement (d(N) = N is JSQ)",
+    params=(
+        Param("lam", "real", "arrival rate per server (λ(N)/N)"),
+        Param(
+            "d",
+            "text",
+            "servers sampled (without replacement): an integer, or logN, "
+            "sqrtN, sqrtNlogN, sqrtNlog2N, N (solve: an integer, or N for the JSQ limit)",
+            parse=parse_family,
+        ),
+        *RUN_PARAMS,
+        Param(
+            "start",
+            "choice",
+            "initial state: the fixed-d mean-field fixed point rounded to N servers, or empty",
+            choices=("fixed_point", "empty"),
+            commands=("simulate",),
+        ),
+    ),
+    solve=solve,
+    simulate=simulate_summary,
+)
