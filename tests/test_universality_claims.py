@@ -241,6 +241,34 @@ def test_diffusion_consistency_fails_when_work_is_not_conserved():
     assert bad and all(c.kind == CONSISTENCY and "work conservation" in c.claim for c in bad)
 
 
+def test_claims_on_replications_equal_claims_on_their_pooled_rows():
+    """The check pools replications first: splitting a point changes no claim of equal data."""
+    rows = diffusion_rows(diffusion_truth)
+    split = []
+    for r in rows:
+        if r["method"] == "sim" and r["N"] == 10000:
+            half = (r["ci_high"] - r["ci_low"]) / 2
+            # Two replications with the same mean and √2 the half-width pool back to r
+            # (up to the t quantiles' degrees of freedom).
+            for i in (1, 2):
+                split.append(
+                    r
+                    | {"replication": i, "batches": 200}
+                    | {"ci_low": r["value"] - math.sqrt(2) * half}
+                    | {"ci_high": r["value"] + math.sqrt(2) * half}
+                )
+        else:
+            split.append(r)
+
+    def outcomes(table: list[dict]) -> list[tuple]:
+        """Each claim's text, verdict and control verdict."""
+        claims = diffusion.check(table, DIFF_CFG)
+        return [(c.claim, c.passed, c.control and c.control["passed"]) for c in claims]
+
+    assert outcomes(split) == outcomes(rows)
+    assert any("replication" in r for r in split)
+
+
 def test_diffusion_empty_table_fails_loudly():
     with pytest.raises(EmptyComparisonError):
         diffusion.check([], DIFF_CFG)
