@@ -16,6 +16,6 @@ include: "workflow/rules/report.smk"
 
 
 rule all:
+    default_target: True
     input:
         REPORT,
-    default_target: True
