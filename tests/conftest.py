@@ -2,13 +2,15 @@
 running one artifact as the workflow does, checking that bad input is refused, the headless
 browser, and the quick end-to-end run that several tests read.
 
-Fixtures, not imports: a test asks for ``run_cli``, ``run_snakemake``, ``run_artifact``,
-``refused``, ``browser`` or ``quick_run`` by naming it as an argument.
+Fixtures, not imports: a test asks for ``run_cli``, ``cli_refuses``, ``run_snakemake``,
+``run_artifact``, ``refused``, ``agrees``, ``browser`` or ``quick_run`` by naming it as an
+argument.
 
-Every test that starts a subprocess pipeline (the ``run_cli``, ``run_snakemake``, ``browser``
-and ``quick_run`` fixtures) is marked ``slow`` here, so ``pytest -m "not slow"`` is the fast
-in-process loop. Tests that must not run at the same time as each other (under pytest-xdist,
-``pytest -n``) share an ``xdist_group``: ``--dist loadgroup`` sends a group to one worker.
+Every test that starts a subprocess pipeline (the ``run_cli``, ``cli_refuses``,
+``run_snakemake``, ``browser`` and ``quick_run`` fixtures) is marked ``slow`` here, so
+``pytest -m "not slow"`` is the fast in-process loop. Tests that must not run at the same time
+as each other (under pytest-xdist, ``pytest -n``) share an ``xdist_group``: ``--dist loadgroup``
+sends a group to one worker.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ DEFAULT_CONFIG = ("--configfile", str(CONFIG))
 QUICK_CONFIG = ("--configfile", str(CONFIG), str(QUICK))
 
 # Fixtures that start subprocesses: a test using one is end to end, hence slow.
-SUBPROCESS_FIXTURES = frozenset({"run_cli", "run_snakemake", "browser", "quick_run"})
+SUBPROCESS_FIXTURES = frozenset({"run_cli", "cli_refuses", "run_snakemake", "browser", "quick_run"})
 # The xdist group of a test using one of these fixtures: the quick run is made once per
 # worker that asks for it, so all its readers share one worker (and one run); two headless
 # Chromiums at once only compete for the same two cores. First match wins: the quick run's
@@ -51,11 +53,35 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 # ------------------------------------------------------------------------ subprocesses
-def lbrepro_command(*args: str, timeout: int = 300) -> subprocess.CompletedProcess[str]:
+def lbrepro_command(
+    *args: str,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    timeout: int = 300,
+) -> subprocess.CompletedProcess[str]:
     """Run ``python -m lbrepro ARGS`` as a user would; the result with text stdout/stderr."""
     return subprocess.run(
-        [sys.executable, "-m", "lbrepro", *args], capture_output=True, text=True, timeout=timeout
+        [sys.executable, "-m", "lbrepro", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
+
+
+def cli_refusal(*args: str) -> str:
+    """Run the lbrepro command with bad ARGS; assert exit code 2 and one clean line on stderr.
+
+    Returns that line, for the caller to check that it names the flag.
+    """
+    result = lbrepro_command(*args)
+    assert result.returncode == 2, result
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stdout == ""
+    return lines[0]
 
 
 def snakemake_command(
@@ -79,6 +105,12 @@ def snakemake_command(
 def run_cli() -> Callable[..., subprocess.CompletedProcess[str]]:
     """``run_cli("solve", "supermarket", ...)``: the lbrepro command in a subprocess."""
     return lbrepro_command
+
+
+@pytest.fixture
+def cli_refuses() -> Callable[..., str]:
+    """``assert "--lam" in cli_refuses("solve", ...)``: bad input, one line, exit code 2."""
+    return cli_refusal
 
 
 @pytest.fixture
