@@ -2,9 +2,11 @@
 running one artifact as the workflow does, checking that bad input is refused, the headless
 browser, and the quick end-to-end run that several tests read.
 
-Fixtures, not imports: a test asks for ``run_cli``, ``cli_refuses``, ``run_snakemake``,
-``run_artifact``, ``refused``, ``agrees``, ``browser`` or ``quick_run`` by naming it as an
-argument.
+Fixtures: a test asks for ``run_cli``, ``cli_refuses``, ``run_snakemake``, ``run_artifact``,
+``refused``, ``agrees``, ``widen``, ``half_width``, ``fd_jacobian``, ``fd_hessian``, ``browser``
+or ``quick_run`` by naming it as an argument. A helper that is not a test can import the plain
+functions (``from conftest import bonferroni_widening``): tests/ has no ``__init__.py``, so
+pytest puts it on ``sys.path``.
 
 Every test that starts a subprocess pipeline (the ``run_cli``, ``cli_refuses``,
 ``run_snakemake``, ``browser`` and ``quick_run`` fixtures) is marked ``slow`` here, so
@@ -141,6 +143,26 @@ def refused() -> Callable[..., Any]:
 
 
 # ------------------------------------------------------------------------ estimates
+def bonferroni_widening(n_compared: int, batches: int = 20, family_error: float = 1e-3) -> float:
+    """Factor turning each 95% half-width into a Bonferroni interval for n comparisons.
+
+    Two-sided Student t with ``batches - 1`` degrees of freedom at level
+    ``1 - family_error / n_compared``, over the 95% quantile: for 4 comparisons with 20 batches
+    it is t_19(1 − 1.25e-4) / t_19(0.975) ≈ 2.2.
+    """
+    from lbrepro.core.stats import t_quantile
+
+    wide = t_quantile(1 - family_error / (2 * n_compared), batches - 1)
+    return wide / t_quantile(0.975, batches - 1)
+
+
+def half_width(low: Any, high: Any) -> Any:
+    """Half the width of an interval (elementwise for arrays)."""
+    import numpy as np
+
+    return (np.asarray(high) - np.asarray(low)) / 2
+
+
 def agrees_with_reference(
     value: float,
     ci: tuple[float, float] | list[float],
@@ -154,22 +176,74 @@ def agrees_with_reference(
 
     An estimate always lies inside its own interval; what can fail is the distance to an
     independent reference (closed form, exact chain, mean field). The 95% half-width is widened
-    to a two-sided Student t level of ``1 - family_error / comparisons`` (Bonferroni over the
-    ``comparisons`` made at once) with ``batches - 1`` degrees of freedom.
+    by :func:`bonferroni_widening` for the ``comparisons`` made at once.
     """
-    from lbrepro.core.stats import t_quantile
+    widen = bonferroni_widening(comparisons, batches, family_error)
+    return bool(abs(value - reference) <= widen * half_width(*ci))
 
-    low, high = ci
-    widen = t_quantile(1 - family_error / (2 * comparisons), batches - 1) / t_quantile(
-        0.975, batches - 1
-    )
-    return abs(value - reference) <= widen * (high - low) / 2
+
+@pytest.fixture
+def widen() -> Callable[..., float]:
+    """``widen(n_compared, batches=20)``: the Bonferroni factor on a 95% half-width."""
+    return bonferroni_widening
+
+
+@pytest.fixture(name="half_width")
+def half_width_fixture() -> Callable[..., Any]:
+    """``half_width(low, high)``: half an interval's width."""
+    return half_width
 
 
 @pytest.fixture
 def agrees() -> Callable[..., bool]:
     """``assert agrees(value, ci, reference, batches=B)``: estimate vs. a known value."""
     return agrees_with_reference
+
+
+# ------------------------------------------------------------------------ derivatives
+def central_jacobian(func: Callable[[Any], Any], x: Any, h: float = 1e-6) -> Any:
+    """Central finite-difference Jacobian of ``func`` at ``x``, the last axis over x's entries."""
+    import numpy as np
+
+    x = np.asarray(x, dtype=float)
+    cols = []
+    for j in range(x.size):
+        e = np.zeros_like(x)
+        e[j] = h
+        cols.append((np.asarray(func(x + e)) - np.asarray(func(x - e))) / (2 * h))
+    return np.stack(cols, axis=-1)
+
+
+def central_hessian(func: Callable[[Any], Any], x: Any, h: float = 1e-4) -> Any:
+    """Central finite-difference Hessian of ``func`` at ``x``, the last two axes over x's."""
+    import numpy as np
+
+    x = np.asarray(x, dtype=float)
+    n = x.size
+    out = np.zeros((*np.shape(func(x)), n, n))
+    for k in range(n):
+        for m in range(n):
+            ek, em = np.zeros(n), np.zeros(n)
+            ek[k], em[m] = h, h
+            out[..., k, m] = (
+                np.asarray(func(x + ek + em))
+                - np.asarray(func(x + ek - em))
+                - np.asarray(func(x - ek + em))
+                + np.asarray(func(x - ek - em))
+            ) / (4 * h * h)
+    return out
+
+
+@pytest.fixture
+def fd_jacobian() -> Callable[..., Any]:
+    """``fd_jacobian(func, x)``: the reference exact derivatives are checked against."""
+    return central_jacobian
+
+
+@pytest.fixture
+def fd_hessian() -> Callable[..., Any]:
+    """``fd_hessian(func, x)``: second derivatives by central differences."""
+    return central_hessian
 
 
 # ------------------------------------------------------------------------ one artifact
