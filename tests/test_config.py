@@ -7,8 +7,9 @@ import copy
 import pytest
 import yaml
 
-from lbrepro.config import CONFIG_PATH, config_hash, deep_merge, load_config, validate_config
+from lbrepro.config import CONFIG_PATH, config_hash, deep_merge, load_config
 from lbrepro.core.errors import ConfigError
+from lbrepro.pipeline import validate_config
 
 QUICK = CONFIG_PATH.parent / "quick.yaml"
 

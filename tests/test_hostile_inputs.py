@@ -22,13 +22,13 @@ import pytest
 import yaml
 
 from lbrepro import cli
-from lbrepro.config import CONFIG_PATH, deep_merge, load_config, load_schema, validate_config
+from lbrepro.config import CONFIG_PATH, deep_merge, load_config
 from lbrepro.core.errors import ConfigError
 from lbrepro.core.ids import POINT_ID, num
-from lbrepro.pipeline import points
+from lbrepro.pipeline import config_schema, points, validate_config
 
 BASE = load_config(CONFIG_PATH)
-SCHEMA = load_schema()
+SCHEMA = config_schema()
 COMMON = {"seed": BASE["seed"], "simulation": BASE["simulation"]}
 
 

@@ -10,8 +10,9 @@ import pytest
 
 from lbrepro import pipeline
 from lbrepro.artifacts import registry
-from lbrepro.config import CONFIG_PATH, load_config, load_schema
+from lbrepro.config import CONFIG_PATH, load_config
 from lbrepro.core.io import read_table
+from lbrepro.pipeline import config_schema
 
 QUICK = CONFIG_PATH.parent / "quick.yaml"
 
@@ -22,7 +23,7 @@ def quick():
 
 
 def test_every_artifact_has_config_and_schema_entries():
-    config, schema = load_config(CONFIG_PATH), load_schema()
+    config, schema = load_config(CONFIG_PATH), config_schema()
     for artifact in registry.all_artifacts():
         assert artifact.id in config, f"{artifact.id} has no section in config.yaml"
         assert artifact.id in schema["properties"], f"{artifact.id} missing from the schema"

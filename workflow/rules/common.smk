@@ -15,14 +15,13 @@ from lbrepro.artifacts.registry import (
     enabled,
     get as get_artifact,
 )
-from lbrepro.config import validate_config
 from lbrepro.core.runlock import clear_stale_locks, forget_run, record_run
 from snakemake_interface_executor_plugins.settings import ExecMode
 from lbrepro.core.errors import ConfigError
-from lbrepro.pipeline import point_params, points
+from lbrepro.pipeline import point_params, points, validate_config
 
 try:
-    validate_config(config)  # with the schema shipped in the package (lbrepro/schemas)
+    validate_config(config)  # base schema (lbrepro/schemas) + each paper's schema.yaml
 except ConfigError as err:
     # One clear line naming the key, before any job runs (no traceback).
     sys.exit(f"invalid configuration: {err}")

@@ -1,6 +1,8 @@
 """The artifact registry: the one list the Snakefile, the CLI and the report all read.
 
-Each artifact of artifacts.md is declared once, with the functions that make it:
+A paper is a package ``lbrepro.artifacts.<slug>`` whose ``__init__`` declares ``PAPER`` (its
+text and its artifacts); the registry discovers every such package, so adding a paper edits no
+list here. Each artifact is declared once, in its own module, with the functions that make it:
 ``points(cfg)`` → parameter points (one job each), ``compute(params, seed)`` → tidy rows,
 ``plot(rows, cfg)`` → a matplotlib figure, ``check(rows, cfg)`` → claims, ``summary(rows)`` →
 a small wide table for the report. ``cfg`` is the artifact's own config section.
@@ -8,8 +10,12 @@ a small wide table for the report. ``cfg`` is the artifact's own config section.
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
+import pkgutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -37,6 +43,9 @@ class Paper:
     citation: str
     summary: str
     seed_file: str = ""
+    artifacts: tuple[Artifact, ...] = ()
+    # Position in the report (smaller first); papers with equal order sort by slug.
+    order: int = 100
 
 
 @dataclass(frozen=True)
@@ -71,7 +80,8 @@ class Artifact:
         return paths
 
 
-PAPERS: dict[str, Paper] = {
+# Papers not yet converted to a package (transitional: each entry goes when its package lands).
+_LEGACY_PAPERS: dict[str, Paper] = {
     "supermarket": Paper(
         slug="supermarket",
         title="The supermarket model: JSQ(d), the power of d choices",
@@ -169,29 +179,71 @@ PAPERS: dict[str, Paper] = {
     ),
 }
 
+PAPERS: dict[str, Paper] = {}
 ARTIFACTS: dict[str, Artifact] = {}
+_loaded = False
 
 
 def register(artifact: Artifact) -> Artifact:
-    """Add an artifact to the registry (each artifacts/<slug>.py calls this at import)."""
+    """Add an artifact of a not-yet-converted flat module (transitional)."""
     if artifact.id in ARTIFACTS:
         raise ValueError(f"artifact {artifact.id!r} registered twice")
-    if artifact.slug not in PAPERS:
-        raise ValueError(f"artifact {artifact.id!r}: unknown paper slug {artifact.slug!r}")
     ARTIFACTS[artifact.id] = artifact
     return artifact
 
 
+def _add_paper(paper: Paper) -> None:
+    """Record a discovered paper and its artifacts, refusing duplicate ids."""
+    if paper.slug in PAPERS and paper is not PAPERS[paper.slug]:
+        raise ValueError(f"paper {paper.slug!r} declared twice")
+    PAPERS[paper.slug] = paper
+    for artifact in paper.artifacts:
+        if artifact.slug != paper.slug:
+            raise ValueError(
+                f"artifact {artifact.id!r} declares paper {artifact.slug!r}, "
+                f"but sits in paper {paper.slug!r}"
+            )
+        if artifact.id in ARTIFACTS and ARTIFACTS[artifact.id] is not artifact:
+            raise ValueError(f"artifact {artifact.id!r} registered twice")
+        ARTIFACTS[artifact.id] = artifact
+
+
+def paper_packages() -> list[str]:
+    """The module names of every paper under ``lbrepro.artifacts`` (found, not listed)."""
+    import lbrepro.artifacts as package
+
+    return [
+        f"{package.__name__}.{info.name}"
+        for info in pkgutil.iter_modules(package.__path__)
+        if info.name != "registry" and not info.name.startswith("_")
+    ]
+
+
 def _load() -> None:
-    # Importing the per-paper modules registers their artifacts.
-    from lbrepro.artifacts import (  # noqa: F401
-        affinity,
-        general,
-        hetero,
-        supermarket,
-        universality,
-        whittle,
-    )
+    """Import every paper package once; each declares ``PAPER`` with its artifacts."""
+    global _loaded
+    if _loaded:
+        return
+    found: dict[str, Paper] = {}
+    for name in paper_packages():
+        module = importlib.import_module(name)
+        paper = getattr(module, "PAPER", None)
+        if isinstance(paper, Paper):
+            found[paper.slug] = paper
+    for i, (slug, paper) in enumerate(_LEGACY_PAPERS.items()):
+        found.setdefault(slug, dataclasses.replace(paper, order=10 * (i + 1)))
+    for paper in sorted(found.values(), key=lambda p: (p.order, p.slug)):
+        _add_paper(paper)
+    for artifact in ARTIFACTS.values():
+        if artifact.slug not in PAPERS:
+            raise ValueError(f"artifact {artifact.id!r}: unknown paper slug {artifact.slug!r}")
+    _loaded = True
+
+
+def papers() -> dict[str, Paper]:
+    """Every discovered paper, in report order."""
+    _load()
+    return PAPERS
 
 
 def all_artifacts() -> list[Artifact]:
@@ -214,3 +266,33 @@ def get(artifact_id: str) -> Artifact:
 def enabled(config: Mapping[str, Any]) -> list[Artifact]:
     """The artifacts that have a config section, i.e. the ones this run produces."""
     return [a for a in all_artifacts() if a.id in config]
+
+
+def config_schema_sections() -> tuple[dict[str, Any], dict[str, Any]]:
+    """The config sections and extra ``$defs`` that the paper packages declare.
+
+    Each paper package may ship ``schema.yaml``: top-level keys are its artifacts' config
+    sections (JSON-schema), and an optional ``$defs`` adds definitions. They are merged into the
+    base schema (``lbrepro/schemas/config.schema.yaml``), so a new paper edits no shared file.
+    """
+    import yaml
+
+    _load()
+    sections: dict[str, Any] = {}
+    defs: dict[str, Any] = {}
+    for name in paper_packages():
+        module = importlib.import_module(name)
+        if not hasattr(module, "__path__"):
+            continue
+        path = Path(module.__path__[0]) / "schema.yaml"
+        if not path.is_file():
+            continue
+        fragment = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        for key, value in fragment.items():
+            target = defs if key == "$defs" else sections
+            items = value.items() if key == "$defs" else [(key, value)]
+            for k, v in items:
+                if k in target:
+                    raise ValueError(f"{path}: {k!r} is declared by another paper too")
+                target[k] = v
+    return sections, defs
