@@ -205,6 +205,23 @@ def classify_stability(
     )
 
 
+def _final_interval(guess: float, cap: float, tol: float) -> tuple[float, float]:
+    """The interval of the bisection's dyadic grid on (0, cap) where it would stop at ``guess``.
+
+    The same midpoints as :func:`stability_boundary`'s loop, taken towards ``guess`` without
+    evaluating anything: if the boundary lies in the same final interval as the guess, the
+    bisection from (0, cap) ends exactly there (dyadic intervals are nested).
+    """
+    lo, hi = 0.0, cap
+    while hi - lo > tol * hi:
+        mid = 0.5 * (lo + hi)
+        if mid < guess:
+            lo = mid
+        else:
+            hi = mid
+    return lo, hi
+
+
 def stability_boundary(
     system: System,
     policy: str,
@@ -222,22 +239,39 @@ def stability_boundary(
     assumed stable/unstable) until ``hi − lo ≤ tol·hi``; returns the midpoint. A narrower
     bracket is checked first (its low end must be stable and its high end unstable) and
     saves the cheap but numerous far-from-boundary evaluations.
+
+    Without a bracket the closed-form limit (:func:`stability_limit`: the full capacity for
+    Schemes 1/2, λ* for whole-system SQ(d)) says where the bisection from (0, μΣγC) will end:
+    that final interval is checked first (low end stable, high end unstable: one or two
+    integrations instead of about fourteen), and the result is the bisection's own. Only if
+    the check fails does the full bisection run (reusing the evaluations made).
     """
     system = check_system(system)
     policy = check_policy(policy)
     if not 0 < tol < 1:
         raise ConfigError("tol", f"must be in (0, 1), got {tol!r}")
     cap = system.total_capacity
+    known: dict[float, bool] = {}
 
     def stable(lam: float) -> bool:
-        """Whether the mean field is stable at load lam (one trajectory)."""
-        return classify_stability(
-            system, lam, policy, split=split, d_pool=d_pool, K_big=K_big, eps=eps
-        ).stable
+        """Whether the mean field is stable at load lam (one trajectory, each load once)."""
+        if lam not in known:
+            known[lam] = classify_stability(
+                system, lam, policy, split=split, d_pool=d_pool, K_big=K_big, eps=eps
+            ).stable
+        return known[lam]
 
-    if bracket is None:
-        lo, hi = 0.0, cap
-    else:
+    def bisect(lo: float, hi: float) -> float:
+        """Bisection of (lo, hi), lo stable and hi unstable, down to the tolerance."""
+        while hi - lo > tol * hi:
+            mid = 0.5 * (lo + hi)
+            if stable(mid):
+                lo = mid
+            else:
+                hi = mid
+        return 0.5 * (lo + hi)
+
+    if bracket is not None:
         lo, hi = (float(v) for v in bracket)
         if not 0 < lo < hi <= cap:
             raise ConfigError("bracket", f"must satisfy 0 < lo < hi <= {cap:g}, got {bracket}")
@@ -245,10 +279,9 @@ def stability_boundary(
             raise ConfigError("bracket", f"the low end lam={lo:g} is not stable")
         if hi < cap and stable(hi):
             raise ConfigError("bracket", f"the high end lam={hi:g} is stable")
-    while hi - lo > tol * hi:
-        mid = 0.5 * (lo + hi)
-        if stable(mid):
-            lo = mid
-        else:
-            hi = mid
-    return 0.5 * (lo + hi)
+        return bisect(lo, hi)
+    guess = stability_limit(system, policy, split=split, d_pool=d_pool)
+    lo, hi = _final_interval(guess, cap, tol)
+    if (lo == 0.0 or stable(lo)) and (hi == cap or not stable(hi)):
+        return 0.5 * (lo + hi)
+    return bisect(0.0, cap)
