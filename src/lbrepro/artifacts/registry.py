@@ -10,6 +10,7 @@ a small wide table for the report. ``cfg`` is the artifact's own config section.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import pkgutil
 from collections.abc import Callable, Mapping
@@ -209,11 +210,10 @@ def _add_paper(paper: Paper) -> None:
 
 def paper_packages() -> list[str]:
     """The module names of every paper under ``lbrepro.artifacts`` (found, not listed)."""
-    import lbrepro.artifacts as package
-
+    package = __name__.rpartition(".")[0]  # lbrepro.artifacts, whose directory holds this file
     return [
-        f"{package.__name__}.{info.name}"
-        for info in pkgutil.iter_modules(package.__path__)
+        f"{package}.{info.name}"
+        for info in pkgutil.iter_modules([str(Path(__file__).parent)])
         if info.name != "registry" and not info.name.startswith("_")
     ]
 
@@ -229,8 +229,8 @@ def _load() -> None:
         paper = getattr(module, "PAPER", None)
         if isinstance(paper, Paper):
             found[paper.slug] = paper
-    for slug, paper in _LEGACY_PAPERS.items():
-        found.setdefault(slug, paper)
+    for i, (slug, paper) in enumerate(_LEGACY_PAPERS.items()):
+        found.setdefault(slug, dataclasses.replace(paper, order=10 * (i + 1)))
     for paper in sorted(found.values(), key=lambda p: (p.order, p.slug)):
         _add_paper(paper)
     for artifact in ARTIFACTS.values():

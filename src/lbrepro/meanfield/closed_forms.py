@@ -7,6 +7,8 @@ of servers holding at least k jobs is u_k = ρ^((d^k − 1)/(d − 1)) for d ≥
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 
@@ -23,3 +25,19 @@ def doubly_exponential_tail(rho: float, d: int, levels: int) -> np.ndarray:
     for k in range(levels + 1):
         out[k] = rho ** float(min(doubly_exponential_exponent(d, k), 10**6))
     return out
+
+
+def doubly_exponential_until(rho: float, d: int, tol: float) -> np.ndarray:
+    """u_0..u_K of JSQ(d) at load ρ, K the first level with u_K < ``tol``.
+
+    The exponent e_k = (d^k − 1)/(d − 1) obeys e_k = d·e_{k−1} + 1; it is kept as an exact
+    integer and the loop stops as soon as e_k·log ρ < log tol, so d^k never overflows a float.
+    """
+    log_rho, log_tol = math.log(rho), math.log(tol)
+    if d == 1:
+        K = math.floor(log_tol / log_rho) + 1  # first k with k·log ρ < log tol
+        return np.exp(np.arange(K + 1) * log_rho)
+    exps = [0]
+    while exps[-1] * log_rho >= log_tol:
+        exps.append(d * exps[-1] + 1)
+    return np.exp(np.array(exps, dtype=float) * log_rho)
