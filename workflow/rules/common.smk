@@ -6,7 +6,7 @@ import sys
 
 from lbrepro.artifacts.registry import (
     CHECKS,
-    PAPERS,
+    papers,
     FIGURE_PNG,
     FIGURE_SVG,
     POINT,
@@ -78,7 +78,7 @@ def params_of_point(wildcards):
 
 def paper_title(wildcards):
     """The report category of an artifact's outputs: its paper's title."""
-    return PAPERS[wildcards.slug].title
+    return papers()[wildcards.slug].title
 
 
 def report_labels(what):
