@@ -150,6 +150,7 @@ def cycles() -> list[list[str]]:
 
 
 def test_every_module_is_in_a_known_layer():
+    """Every module of the package sits in one of the named layers."""
     known = {"root", "plotting", *RANK}
     unplaced = [m for m in modules() if layer(m) not in known]
     assert not unplaced, f"modules outside the layers of docs/architecture.md: {unplaced}"
@@ -157,11 +158,13 @@ def test_every_module_is_in_a_known_layer():
 
 
 def test_imports_follow_the_layer_order():
+    """No import goes up the layer order."""
     found = violations()
     assert not found, "imports against the layer order (docs/architecture.md):\n" + "\n".join(found)
 
 
 def test_no_import_cycles():
+    """No chain of imports comes back to where it started."""
     found = cycles()
     assert not found, "import cycles:\n" + "\n".join(" -> ".join(c) for c in found)
 

@@ -85,6 +85,7 @@ def report_labels(what):
     """The labels of an output in Snakemake's report: which artifact, what it shows, which file."""
 
     def labels(wildcards):
+        """The artifact's id and title, and which of its files this is."""
         artifact = get_artifact(wildcards.artifact)
         return {"artifact": artifact.id, "title": artifact.title, "file": what}
 
