@@ -210,11 +210,10 @@ def _add_paper(paper: Paper) -> None:
 
 def paper_packages() -> list[str]:
     """The module names of every paper under ``lbrepro.artifacts`` (found, not listed)."""
-    import lbrepro.artifacts as package
-
+    package = __name__.rpartition(".")[0]  # lbrepro.artifacts, whose directory holds this file
     return [
-        f"{package.__name__}.{info.name}"
-        for info in pkgutil.iter_modules(package.__path__)
+        f"{package}.{info.name}"
+        for info in pkgutil.iter_modules([str(Path(__file__).parent)])
         if info.name != "registry" and not info.name.startswith("_")
     ]
 

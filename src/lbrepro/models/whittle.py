@@ -211,6 +211,7 @@ def arm_matrices(nmax: int, p: float, q: float, d: float) -> tuple[np.ndarray, n
 
 
 def _validated(p: Any, q: Any, d: Any) -> tuple[float, float, float]:
+    """(p, q, d) checked and parsed, each error naming its parameter."""
     return check_p(p), check_q(q), parse_d(d)
 
 
@@ -237,6 +238,7 @@ def threshold_stationary(m: int, p: float, q: float, d: float) -> np.ndarray:
 def _cost_array(
     nmax: int, q: float, d: float, cost: str | Callable[[np.ndarray], np.ndarray], beta: float
 ) -> np.ndarray:
+    """C(0..nmax) of a named cost or of a user function of the array n (tests, controls)."""
     if callable(cost):
         return np.asarray(cost(np.arange(nmax + 1)), dtype=float)
     return cost_values(nmax, q, d, cost, beta)
@@ -332,6 +334,7 @@ def fcfs_stationary(m: int, p: float, q: float) -> np.ndarray:
 
 
 def _fcfs_weights(m: int, p: float, q: float) -> np.ndarray:
+    """Unnormalised stationary vector x_0..x_m of φ_m for d = 1 (module docstring)."""
     rho = p / q
     r = p * (1 - q) / (q * (1 - p))
     a = rho / (1 - p)
