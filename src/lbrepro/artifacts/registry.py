@@ -49,7 +49,7 @@ class Paper:
 
 @dataclass(frozen=True)
 class Artifact:
-    """One figure or table of artifacts.md and the functions that produce it."""
+    """One figure or table of a paper and the functions that produce it."""
 
     id: str
     slug: str

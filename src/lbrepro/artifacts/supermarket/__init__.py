@@ -1,4 +1,4 @@
-"""The supermarket model (artifacts.md §S): JSQ(d), the baseline every other paper builds on.
+"""The supermarket model (docs/models.md §S): JSQ(d), the baseline every other paper builds on.
 
 ``supermarket-tail`` (:mod:`.tail`) shows the doubly exponential tails, ``supermarket-accuracy``
 (:mod:`.accuracy`) the finite-N error of the mean field and the refined mean field. The tail

@@ -1,4 +1,4 @@
-"""``supermarket-tail``: doubly exponential tails of the supermarket model (artifacts.md §S).
+"""``supermarket-tail``: doubly exponential tails of the supermarket model (docs/models.md §S).
 
 u_k against k for several d and ρ — closed form, numerical mean-field fixed point and
 simulation at N = 1000 — and log(−log u_k) against k, whose slope tends to log d (doubly

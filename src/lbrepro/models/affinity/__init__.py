@@ -1,4 +1,4 @@
-"""Job allocation with affinity relations (models.md §D, seed 003): the home of its equations.
+"""Job allocation with affinity relations (docs/models.md §D, seed 003): the home of its equations.
 
 N servers; a job samples d1 *primary* servers. Served at a primary server it is a type-I job
 (rate μ1), anywhere else a type-II job (rate μ2 < μ1). Assignment [reconstruction]: an idle
