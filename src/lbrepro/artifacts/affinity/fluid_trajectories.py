@@ -7,7 +7,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from scipy.stats import binomtest
 
 from lbrepro.artifacts.affinity.config_checks import service_rates
 from lbrepro.artifacts.affinity.judging import LAM_SHIFT
@@ -160,6 +159,9 @@ def _converged_verdict(limits: Rows, key: str, tol: float, kinds: tuple[str, ...
 def _majority_verdict(k: int, n: int, what: str) -> Verdict:
     """A one-sided binomial test that more than half of n random initial states go to ``what``,
     and not all of them (the other fixed point is reached too)."""
+    # Imported here: scipy.stats costs every compute job ~0.6 s, and only checks need it.
+    from scipy.stats import binomtest
+
     if n == 0:
         raise EmptyComparisonError("affinity-bistability: no trajectories to count")
     pval = float(binomtest(k, n, 0.5, alternative="greater").pvalue)
