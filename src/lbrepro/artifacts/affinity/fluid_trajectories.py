@@ -159,6 +159,9 @@ def _converged_verdict(limits: Rows, key: str, tol: float, kinds: tuple[str, ...
 def _majority_verdict(k: int, n: int, what: str) -> Verdict:
     """A one-sided binomial test that more than half of n random initial states go to ``what``,
     and not all of them (the other fixed point is reached too)."""
+    # Imported here: scipy.stats costs every compute job ~0.6 s, and only checks need it.
+    from scipy.stats import binomtest
+
     if n == 0:
         raise EmptyComparisonError("affinity-bistability: no trajectories to count")
     from scipy.stats import binomtest  # here, not at the top: only this check needs scipy.stats
