@@ -1,7 +1,7 @@
 """``supermarket-accuracy``: finite-N accuracy of the mean field and the refined mean field.
 
 Mean number of jobs per server against N — simulation, mean field and refined mean field —
-and the error of each against N on log–log axes (1/N and 1/N²) (artifacts.md §S).
+and the error of each against N on log–log axes (1/N and 1/N²) (docs/models.md §S).
 """
 
 from __future__ import annotations
