@@ -9,6 +9,7 @@ from scipy import stats
 
 from lbrepro.artifacts.universality import diffusion
 from lbrepro.artifacts.universality.replications import pool_replications, replications_needed
+from lbrepro.core.errors import ConfigError
 from lbrepro.core.rng import stream
 from lbrepro.core.stats import batch_means_ci
 
@@ -25,10 +26,16 @@ CFG = {
 
 
 def test_replications_needed():
-    assert replications_needed(5.6e9, None) == 1
-    assert replications_needed(5.6e9, 1.5e9) == 4
-    assert replications_needed(1.5e9, 1.5e9) == 1
-    assert replications_needed(1.6e9, 1.5e9) == 2
+    # 2·10⁵ events per unit time (N = 10⁵), 28 000 measured after a warm-up of 50.
+    assert replications_needed(2e5, 28000, 50, None) == 1
+    assert replications_needed(2e5, 28000, 50, 1.5e9) == 4  # 4 × 1.41·10⁹
+    assert replications_needed(2e5, 7000, 50, 1.5e9) == 1
+    # The warm-up counts: 7450 time units are 1.49·10⁹ events, 7460 would be 1.492·10⁹ > …
+    assert replications_needed(2e5, 7400, 50, 1.49e9) == 1
+    assert replications_needed(2e5, 7410, 50, 1.49e9) == 2
+    with pytest.raises(ConfigError) as err:
+        replications_needed(2e5, 28000, 50, 1e7)
+    assert err.value.key == "job_events"
 
 
 def test_points_split_only_where_a_job_would_exceed_the_budget():
@@ -41,6 +48,13 @@ def test_points_split_only_where_a_job_would_exceed_the_budget():
     # Each replication measures a third of the horizon after its own full warm-up.
     assert all(p["horizon"] - p["warmup"] == pytest.approx(1000 / 3) for p in reps)
     assert all(p["warmup"] == 10 for p in reps)
+    # Every job of the sweep, warm-up included, fits the budget (unsplit ones too).
+    rates = {N: diffusion.events_per_time(N, 1.0) for N in CFG["N"]}
+    assert all(
+        rates[p["N"]] * p["horizon"] <= 8e6 and p["job_events"] == 8e6
+        for k, p in points.items()
+        if k != "sde"
+    )
     # Without a budget nothing is split (the quick and the earlier configs).
     assert "dN-N10000" in diffusion.points(CFG)
     # Separate point ids: separate streams of the one seed scheme.

@@ -25,6 +25,7 @@ from numba import njit
 from lbrepro.core.errors import ConfigError
 from lbrepro.core.rng import key_to_int, seed_sequence, xoshiro_state
 from lbrepro.core.stats import batch_means_ci
+from lbrepro.sim.compilation import ensure_compiled
 from lbrepro.sim.runlength import check_budget
 from lbrepro.sim.xoshiro import uniform
 
@@ -33,7 +34,6 @@ __all__ = [
     "SCHEMES",
     "CoupledRun",
     "DiffusionResult",
-    "ensure_compiled",
     "simulate_coupled",
     "step_multipliers",
 ]
@@ -108,14 +108,8 @@ def advance_euler_schemes(
             count[j] = 0
 
 
-_compiled = False
-
-
-def ensure_compiled() -> None:
-    """Compile (or load from numba's cache) the kernel outside the timed region."""
-    global _compiled
-    if _compiled:
-        return
+def _warm_up_kernel() -> None:
+    """Call the kernel on tiny inputs with both reflection schemes: compiles or loads it."""
     state = np.array([1, 2, 3, 4], dtype=np.uint64)
     for bridge in (False, True):
         advance_euler_schemes(
@@ -132,7 +126,6 @@ def ensure_compiled() -> None:
             state.copy(),
             np.zeros((1, _N_SUMS)),
         )
-    _compiled = True
 
 
 @dataclass(frozen=True)
@@ -261,7 +254,7 @@ def simulate_coupled(
     sums = np.zeros((J, _N_SUMS))
     bridge = scheme == "bridge"
     args = (mult, beta, h)
-    ensure_compiled()
+    ensure_compiled(_warm_up_kernel)
     steps_per_batch = batch_blocks * lcm // mult
     raw = np.zeros((batches, J, _N_SUMS))
     start = time.perf_counter()

@@ -31,6 +31,7 @@ from lbrepro.core.stats import Estimate
 from lbrepro.core.verdicts import EmptyComparisonError, Verdict, estimate, trend, within
 from lbrepro.models import universality as model
 from lbrepro.plotting.style import color, new_figure
+from lbrepro.sim.runlength import event_budget, max_events
 
 
 def validate(cfg: Mapping[str, Any]) -> None:
@@ -91,9 +92,9 @@ def _diffusion_control(families: list[str]) -> str | None:
     return next((f for f in families if is_fixed(f)), None)
 
 
-def expected_events(N: int, beta: float, measured_time: float) -> float:
-    """Events of an N-server run at the Halfin–Whitt load: arrivals plus departures."""
-    return 2.0 * model.halfin_whitt_lam(N, beta) * N * measured_time
+def events_per_time(N: int, beta: float) -> float:
+    """Events per unit time of an N-server run at the Halfin–Whitt load: arrivals + departures."""
+    return 2.0 * model.halfin_whitt_lam(N, beta) * N
 
 
 def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -101,13 +102,15 @@ def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 
     A point expected to take more than ``job_events`` events is split into independent
     replications ``…-r1``, ``…-r2``, … (:mod:`.replications`), each measuring its share of
-    ``horizon`` after its own warm-up; the claims pool them.
+    ``horizon`` after its own warm-up; the claims pool them. With ``job_events`` every
+    simulation job, a doubled run included, stays within that many events.
     """
     points: dict[str, dict[str, Any]] = {}
+    job_events = cfg.get("job_events")
     for family in cfg["d"]:
         for N in _diffusion_Ns(cfg, family):
-            events = expected_events(N, cfg["beta"], cfg["horizon"])
-            R = replications_needed(events, cfg.get("job_events"))
+            rate = events_per_time(N, cfg["beta"])
+            R = replications_needed(rate, cfg["horizon"], cfg["warmup"], job_events)
             params = {
                 "beta": cfg["beta"],
                 "family": str(family),
@@ -116,6 +119,8 @@ def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
                 "warmup": cfg["warmup"],
                 "batches": cfg["batches"],
             }
+            if job_events is not None:
+                params["job_events"] = job_events
             if R == 1:
                 add_point(points, f"d{family}-N{N}", params, "d, N")
                 continue
@@ -184,9 +189,18 @@ def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
     N, family = p["N"], p["family"]
     d = model.d_of_N(family, N)
     lam = model.halfin_whitt_lam(N, beta)
-    sim = model.simulate(
-        lam=lam, N=N, d=d, horizon=p["horizon"], warmup=p["warmup"], seed=seed, batches=p["batches"]
-    )
+    # A job's events, a doubled run included, stay within job_events when it is set.
+    limit = p.get("job_events")
+    with event_budget(None if limit is None else min(float(limit), max_events())):
+        sim = model.simulate(
+            lam=lam,
+            N=N,
+            d=d,
+            horizon=p["horizon"],
+            warmup=p["warmup"],
+            seed=seed,
+            batches=p["batches"],
+        )
     root = math.sqrt(N)
     params = {"beta": beta, "family": family, "d": d, "lam": lam}
     if "replication" in p:

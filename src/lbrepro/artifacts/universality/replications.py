@@ -3,11 +3,13 @@
 A point whose run would take more than ``job_events`` events is split into R replications of
 1/R of its measured time each, every one with its own warm-up and its own random stream (a
 separate point id, so a separate stream of the one seed scheme, :func:`lbrepro.core.rng.stream`).
-The jobs run side by side on more cores or nodes, so the longest job is R times shorter, and
-the pooled estimate has the precision of the one long run: the replication means are
-independent, so their average has standard error √(Σ se_i²)/R, each se_i read off the
-replication's own batch-means interval (Student t with b_i − 1 degrees of freedom), and the
-pooled interval uses Student t with the Welch–Satterthwaite degrees of freedom.
+The jobs run side by side on more cores or nodes, so the longest job is R times shorter; a
+replication may double its run only within the same budget (as the unsplit run could not
+double beyond the config's event budget either). The pooled estimate has the precision of
+the one long run: the replication means are independent, so their average has standard
+error √(Σ se_i²)/R, each se_i read off the replication's own batch-means interval (Student t
+with b_i − 1 degrees of freedom), and the pooled interval uses Student t with the
+Welch–Satterthwaite degrees of freedom.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from lbrepro.artifacts.registry import Rows
+from lbrepro.core.errors import ConfigError
 from lbrepro.core.stats import t_quantile
 
 __all__ = ["pool_replications", "replications_needed"]
@@ -25,11 +28,26 @@ __all__ = ["pool_replications", "replications_needed"]
 _LEVEL = 0.95
 
 
-def replications_needed(events: float, job_events: float | None) -> int:
-    """How many replications keep each job at most ``job_events`` (1: no split)."""
-    if job_events is None or events <= job_events:
+def replications_needed(
+    events_per_time: float, horizon: float, warmup: float, job_events: float | None
+) -> int:
+    """The fewest replications whose runs, warm-up included, each take at most ``job_events``.
+
+    1 without a budget. A warm-up that alone exceeds the budget cannot be split (ConfigError
+    naming ``job_events``).
+    """
+    if job_events is None:
         return 1
-    return math.ceil(events / job_events)
+    if events_per_time * warmup >= job_events:
+        raise ConfigError(
+            "job_events",
+            f"{job_events:g} events do not cover even the warm-up "
+            f"({events_per_time * warmup:.3g} events)",
+        )
+    R = max(1, math.ceil(events_per_time * horizon / job_events))
+    while events_per_time * (horizon / R + warmup) > job_events:
+        R += 1
+    return R
 
 
 def _standard_error(row: Mapping[str, Any]) -> tuple[float, int]:
