@@ -106,6 +106,7 @@ def run_ours(
 
 
 def median_eps(runs: list[dict]) -> float:
+    """Median events per second over repeated runs (robust to a noisy shared machine)."""
     return statistics.median(x["events_per_second"] for x in runs)
 
 
@@ -116,6 +117,7 @@ def scaling_horizon(N: int, lam: float, events: float) -> tuple[float, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the anchor comparison and the scaling tables; print them and write the JSON."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--refsim-source", type=Path, default=None)
     parser.add_argument("--N", type=int, default=1000)

@@ -11,7 +11,8 @@ from lbrepro.core.rng import xoshiro_state
 from lbrepro.models import general as gen
 from lbrepro.models import service as svc
 from lbrepro.models import supermarket as sm
-from lbrepro.sim.general_service import _sample_service, simulate_general
+from lbrepro.sim.general_service import simulate_general
+from lbrepro.sim.service_sampling import sample_service
 
 
 @pytest.mark.parametrize(
@@ -31,7 +32,7 @@ def test_kernel_sampler_matches_moments(spec: str) -> None:
     dist = svc.parse(spec, mean=0.8)
     state = xoshiro_state(np.random.SeedSequence(5))
     n = 200_000
-    x = np.array([_sample_service(dist.code, dist.kernel_params, state) for _ in range(n)])
+    x = np.array([sample_service(dist.code, dist.kernel_params, state) for _ in range(n)])
     sd = np.sqrt(dist.second_moment - dist.mean**2)
     assert abs(x.mean() - dist.mean) <= 5 * sd / np.sqrt(n) + 1e-12
     assert np.mean(x**2) == pytest.approx(dist.second_moment, rel=0.03)

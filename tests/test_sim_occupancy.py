@@ -21,7 +21,7 @@ from scipy import stats
 
 from lbrepro.core.errors import ConfigError, UnstableError
 from lbrepro.core.rng import stream
-from lbrepro.sim import occupancy
+from lbrepro.sim import estimates, occupancy, occupancy_kernel
 from lbrepro.sim.occupancy import OccupancySimResult, simulate_occupancy
 
 
@@ -194,7 +194,7 @@ def test_min_level_inversion_matches_the_exact_law(N, qtot, replace, d):
     draws = 40_000
     hits = np.bincount(
         [
-            occupancy._sqd_min_level(levels, top, N, d, replace, log_comb, state)
+            occupancy_kernel.pool_min_level(levels, top, N, d, replace, log_comb, state)
             for _ in range(draws)
         ],
         minlength=top + 1,
@@ -379,17 +379,17 @@ def test_wait_probability_is_an_arrival_average_with_a_batch_interval():
     assert r.p_wait_ci[0] < r.p_wait < r.p_wait_ci[1]
     # Σ waits / Σ arrivals, centred interval from the per-batch fractions.
     waits, arrivals = np.array([1, 3, 2]), np.array([4, 4, 2])
-    p, (low, high) = occupancy._wait_probability(waits, arrivals)
+    p, (low, high) = estimates.arrival_fraction(waits, arrivals)
     assert p == pytest.approx(0.6)
     hw = stats.t.ppf(0.975, 2) * np.std([0.25, 0.75, 1.0], ddof=1) / math.sqrt(3)
     # ... clipped to the range [0, 1] of a probability.
     assert (low, high) == pytest.approx((max(0.6 - hw, 0.0), min(0.6 + hw, 1.0)))
     waits, arrivals = np.array([50, 52, 49, 51]), np.array([100, 100, 100, 100])
-    p, (low, high) = occupancy._wait_probability(waits, arrivals)
+    p, (low, high) = estimates.arrival_fraction(waits, arrivals)
     assert p == pytest.approx(0.505)
     assert 0.0 < low < p < high < 1.0
     # A batch without arrivals has no fraction: the interval is undefined, not invented.
-    p, ci = occupancy._wait_probability(np.array([1, 0]), np.array([2, 0]))
+    p, ci = estimates.arrival_fraction(np.array([1, 0]), np.array([2, 0]))
     assert p == 0.5 and all(math.isnan(x) for x in ci)
 
 

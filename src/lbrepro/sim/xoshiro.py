@@ -31,6 +31,7 @@ _TWO_M53 = 1.0 / 9007199254740992.0
 
 @njit(inline="always")
 def _rotl(x, k):
+    """Rotate the 64-bit word x left by k bits."""
     return (x << k) | (x >> (_S64 - k))
 
 

@@ -1,4 +1,4 @@
-"""Artifacts of the heterogeneous-cluster paper (seed 000; models.md §A), one module each.
+"""Artifacts of the heterogeneous-cluster paper (seed 000; docs/models.md §A), one module each.
 
 ``hetero-sojourn`` (:mod:`.sojourn`): E[T] against load for six policies on H2, H2x, H3.
 ``hetero-stability`` (:mod:`.stability`): the largest stable load of whole-system SQ(d) against

@@ -253,7 +253,7 @@ def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
                 "whole-system SQ(d) on the same systems, same statistic",
                 _boundary_verdict([r["value"] for r in sqd], [label(r) for r in sqd]),
             ),
-            details="numerical mean-field stability (models.md §A), bisection on λ",
+            details="numerical mean-field stability (docs/models.md §A), bisection on λ",
         )
     )
 

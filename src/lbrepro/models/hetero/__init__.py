@@ -1,4 +1,6 @@
-"""Heterogeneous clusters of processor-sharing servers (models.md §A): one home for the equations.
+"""Heterogeneous clusters of processor-sharing servers (docs/models.md §A).
+
+This package is the one home of the model's equations.
 
 M server types; type j holds a fraction γ_j of the N servers and has capacity C_j (a busy
 type-j server completes jobs at total rate μC_j, whatever its occupancy: processor sharing).

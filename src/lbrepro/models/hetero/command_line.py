@@ -175,7 +175,9 @@ def solve(
     stability: dict[str, Any] = {"capacity": cap, "load": lam / cap}
     if policy == "sqd":
         stability["sqd_lambda_star"] = sqd_stability_closed_form(system, mf.d_pool)
-        stability["sqd_lambda_star_note"] = "reconstruction (models.md §A), see stability_boundary"
+        stability["sqd_lambda_star_note"] = (
+            "reconstruction (docs/models.md §A), see stability_boundary"
+        )
     if mf.split is not None:
         rho = lam * mf.split / (system.mu * np.array(system.gamma) * np.array(system.capacity))
         stability["type_loads"] = [float(v) for v in rho]

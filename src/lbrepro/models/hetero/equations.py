@@ -9,9 +9,10 @@ hold ≥ n jobs), n = 1..K, so that every event moves one coordinate by ±1/N (w
 - departure from a type-j server holding exactly n + 1 jobs: jump ``−e_{j,n+1}``, rate
   ``μC_j (x_{j,n+1} − x_{j,n+2})``.
 
-In u-coordinates this is models.md's ``du^{(j)}_{n+1}/dt = (λ/γ_j)A^{(j)}_n − μC_j(u^{(j)}_{n+1} −
-u^{(j)}_{n+2})``. Truncation at K: ``u_{K+1} = 0`` (an arrival that would create level K + 1 is
-lost; :func:`~lbrepro.models.hetero.fixed_point` enlarges K until that mass is negligible) and
+In u-coordinates this is docs/models.md's
+``du^{(j)}_{n+1}/dt = (λ/γ_j)A^{(j)}_n − μC_j(u^{(j)}_{n+1} − u^{(j)}_{n+2})``.
+Truncation at K: ``u_{K+1} = 0`` (an arrival that would create level K + 1 is lost;
+:func:`~lbrepro.models.hetero.fixed_point` enlarges K until that mass is negligible) and
 ``u_0 = 1``.
 """
 

@@ -21,7 +21,7 @@ from lbrepro.models.hetero.system import System, check_system, finite_real
 def _supermarket_mean_jobs(rho: float, d: int) -> tuple[float, float]:
     """Mean jobs ``m(ρ) = Σ_k ρ^{e_k}``, ``e_k = (d^k − 1)/(d − 1)``, and ``m'(ρ)``.
 
-    The mean-field jobs at a supermarket server (models.md §S); d = 1 is M/M/1, ρ/(1 − ρ).
+    The mean-field jobs at a supermarket server (docs/models.md §S); d = 1 is M/M/1, ρ/(1 − ρ).
     """
     if rho <= 0.0:
         return 0.0, 1.0

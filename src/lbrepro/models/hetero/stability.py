@@ -27,7 +27,7 @@ from lbrepro.models.hetero.system import (
 
 
 def sqd_stability_closed_form(system: System, d: int) -> float:
-    """Stability boundary of whole-system SQ(d) **[reconstruction, models.md §A]**.
+    """Stability boundary of whole-system SQ(d) **[reconstruction, docs/models.md §A]**.
 
     ``λ* = μ min_k [Σ_{i≤k} γ_i C_i] / [Σ_{i≤k} γ_i]^d`` over types sorted by increasing
     capacity. Why: if the slowest k types (a fraction g = Σ_{i≤k}γ_i of the servers) all hold
@@ -81,7 +81,7 @@ def check_stable(system: System, lam: float, policy: str, p: Any, dp: Any) -> No
         if lam >= star:
             raise UnstableError(
                 f"lam={lam:g} >= lambda*={star:.10g}: whole-system SQ(d={dp}) is unstable "
-                f"there (capacity {cap:g}; lambda* is the reconstructed bound of models.md §A)"
+                f"there (capacity {cap:g}; lambda* is the reconstructed bound of docs/models.md §A)"
             )
     if p is not None:
         rho = lam * p / (system.mu * np.array(system.gamma) * np.array(system.capacity))

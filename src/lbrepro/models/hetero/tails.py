@@ -56,7 +56,7 @@ def _log1mexp(z: float) -> float:
 def log_tail(system: System, lam: float, policy: str, *, levels: int = 10) -> LogTail:
     """Scheme 1/2 equilibrium solved in log coordinates, to measure the tail's decay law.
 
-    The equilibrium equations ``u^{(j)}_{n+1} − u^{(j)}_{n+2} = Δ_j A^{(j)}_n`` (models.md §A)
+    The equilibrium equations ``u^{(j)}_{n+1} − u^{(j)}_{n+2} = Δ_j A^{(j)}_n`` (docs/models.md §A)
     are written in ``ℓ = log u``: ``ℓ_{n+1} + log(1 − e^{ℓ_{n+2}−ℓ_{n+1}}) = log Δ_j +
     d_j ℓ^{(j)}_n + log(1 − e^{d_j(ℓ_{n+1}−ℓ_n)}) + Σ_i d_i ℓ^{(i)}_{idx}``. Why: the tails fall
     below 1e-308 within a few levels, so the float equilibrium of :func:`fixed_point` shows
