@@ -13,6 +13,7 @@ from lbrepro.core.errors import ConfigError, UnstableError
 from lbrepro.meanfield.population import PopulationModel
 from lbrepro.models import hetero as h
 from lbrepro.models import supermarket as sm
+from lbrepro.models.hetero import stability as stability_module
 from lbrepro.models.hetero.command_line import parse_integers, parse_numbers
 from lbrepro.models.hetero.equations import scheme2_indices
 
@@ -392,6 +393,41 @@ def test_schemes_keep_the_full_capacity_all(policy, name):
     system = SYSTEMS[name]
     b = h.stability_boundary(system, policy, tol=1e-4)
     assert b >= system.total_capacity * (1 - 1e-4)
+
+
+def counting_classifier(monkeypatch) -> list[float]:
+    """Record the loads at which the stability bisection integrates the mean field."""
+    calls: list[float] = []
+    original = stability_module.classify_stability
+
+    def counted(system, lam, policy, **kw):
+        calls.append(lam)
+        return original(system, lam, policy, **kw)
+
+    monkeypatch.setattr(stability_module, "classify_stability", counted)
+    return calls
+
+
+def test_bisection_starts_in_the_closed_forms_final_interval(monkeypatch):
+    """Two integrations (the ends of the bisection's last interval), not about fourteen."""
+    calls = counting_classifier(monkeypatch)
+    b = h.stability_boundary(h.H2x, "sqd", d_pool=2, tol=1e-3)
+    assert len(calls) == 2
+    assert b == pytest.approx(1.25, rel=1e-3)
+    calls.clear()
+    cap = h.H2x.total_capacity
+    assert h.stability_boundary(h.H2x, "scheme1", tol=1e-3) >= cap * (1 - 1e-3)
+    assert len(calls) == 1  # the high end is the capacity: unstable without integrating
+
+
+@pytest.mark.slow
+def test_bisection_without_a_good_guess_gives_the_same_boundary(monkeypatch):
+    """A wrong closed form costs the full bisection from (0, capacity), with the same result."""
+    fast = h.stability_boundary(h.H2x, "sqd", d_pool=2, tol=1e-3)
+    calls = counting_classifier(monkeypatch)
+    monkeypatch.setattr(stability_module, "stability_limit", lambda *a, **kw: 2.0)
+    assert h.stability_boundary(h.H2x, "sqd", d_pool=2, tol=1e-3) == fast
+    assert len(calls) > 2
 
 
 # ---------------------------------------------------------------------------------- splits

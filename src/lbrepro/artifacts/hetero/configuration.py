@@ -13,7 +13,7 @@ from typing import Any
 from lbrepro.core.args import run_length
 from lbrepro.core.errors import ConfigError
 from lbrepro.models import hetero as model
-from lbrepro.sim.occupancy import _server_counts
+from lbrepro.sim.occupancy_routing import server_counts
 
 #: The neighbouring load of the controls: a prediction there (ρ − this) must be rejected.
 NEIGHBOUR_DRHO = 0.05
@@ -62,7 +62,7 @@ def _validate_simulation(key: str, cfg: Mapping[str, Any]) -> None:
     for spec in cfg["systems"]:
         for N in Ns:
             try:
-                _server_counts(tuple(spec["gamma"]), N)
+                server_counts(tuple(spec["gamma"]), N)
             except ConfigError as err:
                 raise ConfigError(
                     f"{key}.N", f"system {spec['name']}: {str(err).removeprefix('gamma: ')}"

@@ -55,7 +55,7 @@ def _two_type(ratio: float, gamma_slow: float, d: int) -> model.System:
 
 
 def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """One job per (γ_slow, d) for the bisections (~10 s each), one per simulated side."""
+    """One job per (γ_slow, d) for the bisections (a few seconds each), one per simulated side."""
     points: dict[str, dict[str, Any]] = {}
     for g in cfg["gamma_slow"]:
         for d in cfg["d"]:

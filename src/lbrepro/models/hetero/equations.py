@@ -85,6 +85,16 @@ def _ipow(u: Any, k: int) -> Any:
     return out
 
 
+def _powers(u: Any, k: int) -> list[Any]:
+    """``[u**0, u**1, …, u**k]`` by repeated multiplication: ``_ipow(u, m)`` for every m ≤ k."""
+    out: list[Any] = [1.0]
+    if k >= 1:
+        out.append(u)
+    for _ in range(k - 1):
+        out.append(out[-1] * u)
+    return out
+
+
 def _pad(U: Any, M: int) -> Any:
     """Per-type (u_0 = 1, u_1..u_K, u_{K+1} = 0) from (M, K) u-values; jets pass through."""
     return np.concatenate([np.ones((M, 1)), U, np.zeros((M, 1))], axis=1)
@@ -136,9 +146,11 @@ def _rates(
         s0, s1 = S[:K], S[1 : K + 1]
         # (s_n^d − s_{n+1}^d)/(s_n − s_{n+1}) expanded as a polynomial: no 0/0 where both
         # levels are empty.
-        g = _ipow(s0, d_pool - 1)
+        # Powers built once by repeated multiplication: the same products as _ipow's.
+        p0, p1 = _powers(s0, d_pool - 1), _powers(s1, d_pool - 1)
+        g = p0[d_pool - 1]
         for k in range(1, d_pool):
-            g = g + _ipow(s0, d_pool - 1 - k) * _ipow(s1, k)
+            g = g + p0[d_pool - 1 - k] * p1[k]
         for j in range(M):
             rows.append(lam * gamma[j] * (U[j][:K] - U[j][1 : K + 1]) * g)
     else:
@@ -165,6 +177,7 @@ def _jacobian(
     d_pool: int | None,
     faster: np.ndarray,
     idx2: np.ndarray | None,
+    structure: dict[str, np.ndarray],
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Analytic Jacobian of the drift ``f = β_arrivals − β_departures`` (see :func:`_rates`),
     as COO triplets (rows, cols, values; duplicates add up).
@@ -172,22 +185,21 @@ def _jacobian(
     Why not the jets Jacobian: it is exact too, but costs O(n) rate evaluations per call;
     the stability criterion integrates stiff ODEs whose solver asks for thousands of
     Jacobians. ``tests/test_hetero_meanfield.py`` checks the two agree for every policy.
+    Where the entries sit depends only on the model, so the first call records it in
+    ``structure`` (one dict per model) and later calls compute the values alone.
     """
     M = gamma.size
     X = np.concatenate([gamma[:, None], x.reshape(M, K), np.zeros((M, 1))], axis=1)
     U = X / gamma[:, None]
     n = np.arange(K)
-    rows: list[np.ndarray] = []
-    cols: list[np.ndarray] = []
     vals: list[np.ndarray] = []
+    places: list[tuple[int, int, np.ndarray]] = []
 
     def add(j: int, i: int, level: np.ndarray, dx: np.ndarray) -> None:
         """∂β_arr[j, n]/∂x_{i, level(n)} += dx(n), for the levels that are state coordinates."""
-        level = np.broadcast_to(level, (K,))
-        ok = (level >= 1) & (level <= K)
-        rows.append(j * K + n[ok])
-        cols.append(i * K + level[ok] - 1)
-        vals.append(np.broadcast_to(dx, (K,))[ok])
+        vals.append(np.broadcast_to(dx, (K,)))
+        if not structure:
+            places.append((j, i, np.broadcast_to(level, (K,))))
 
     if policy in ("scheme1", "scheme2"):
         for j in range(M):
@@ -233,12 +245,46 @@ def _jacobian(
             dj = 1 if policy == "random" else int(d[j])
             for level, sign in ((n, 1.0), (n + 1, -1.0)):
                 add(j, j, level, lam * split[j] * sign * dj * U[j, level] ** (dj - 1) / gamma[j])
-    for j in range(M):
+    if not structure:
+        structure.update(_jacobian_structure(places, K, mu, capacity))
+    arrivals = np.concatenate(vals)[structure["inside"]]
+    return (
+        structure["rows"],
+        structure["cols"],
+        np.concatenate([arrivals, structure["departures"]]),
+    )
+
+
+def _jacobian_structure(
+    places: list[tuple[int, int, np.ndarray]], K: int, mu: float, capacity: np.ndarray
+) -> dict[str, np.ndarray]:
+    """Rows and columns of the Jacobian's entries, in the order :func:`_jacobian` lists them.
+
+    Arrival terms first (only the levels that are state coordinates: ``inside`` selects
+    them from the per-level values), then the departure terms, which are constant.
+    """
+    n = np.arange(K)
+    rows, cols, inside = [], [], []
+    for j, i, level in places:
+        ok = (level >= 1) & (level <= K)
+        rows.append(j * K + n[ok])
+        cols.append(i * K + level[ok] - 1)
+        inside.append(ok)
+    departures = []
+    for j in range(capacity.size):
         # Departures −μC_j(x_{j,n+1} − x_{j,n+2}) enter f with a minus sign.
         rows += [j * K + n, j * K + n[:-1]]
         cols += [j * K + n, j * K + n[:-1] + 1]
-        vals += [np.full(K, -mu * capacity[j]), np.full(K - 1, mu * capacity[j])]
-    return np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
+        departures += [np.full(K, -mu * capacity[j]), np.full(K - 1, mu * capacity[j])]
+    out = {
+        "rows": np.concatenate(rows),
+        "cols": np.concatenate(cols),
+        "inside": np.concatenate(inside),
+        "departures": np.concatenate(departures),
+    }
+    for array in out.values():
+        array.flags.writeable = False  # shared by every call: nobody may change them
+    return out
 
 
 class HeteroPopulationModel(PopulationModel):
@@ -256,7 +302,9 @@ class HeteroPopulationModel(PopulationModel):
     def drift(self, x: Any) -> np.ndarray:
         """Mean-field drift: the jumps are ``[I; −I]``, so ``f = β_arrivals − β_departures``
         (the same value as the generic ``Lᵀβ``, without the sparse product)."""
-        r = self.rate_values(x)
+        # The rates of a float state are a float array: no jet handling needed (the hot path
+        # of every ODE integration and Newton step).
+        r = self.rates(self._state(x))
         return r[: self.dim] - r[self.dim :]
 
     def jacobian(self, x: Any) -> np.ndarray:
@@ -338,5 +386,5 @@ def build_model(
         scipy.sparse.vstack([eye, -eye], format="csr"),
         partial(_rates, **params),
         names,
-        partial(_jacobian, **params),
+        partial(_jacobian, **params, structure={}),
     )
