@@ -164,8 +164,6 @@ def _majority_verdict(k: int, n: int, what: str) -> Verdict:
 
     if n == 0:
         raise EmptyComparisonError("affinity-bistability: no trajectories to count")
-    from scipy.stats import binomtest  # here, not at the top: only this check needs scipy.stats
-
     pval = float(binomtest(k, n, 0.5, alternative="greater").pvalue)
     return Verdict(
         passed=pval < 0.05 and k < n,
