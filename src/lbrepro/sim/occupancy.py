@@ -344,9 +344,10 @@ class _MicroBatches:
     micro-batch integrating into a fresh array so the record needs no copy), ``widths`` (the
     levels an area record keeps), ``durations``, ``arrivals``, ``waits`` (arrivals joining a
     busy server), ``routed`` (arrivals per type), ``chaos_integrals`` (the chaos integrals
-    over the duration) and ``events``. The tail fractions and mean jobs derived from an area
-    record are computed when asked for (:meth:`jobs`, :meth:`tails`), a few array operations
-    per micro-batch that would otherwise cost as much as the simulation of a short one.
+    over the duration) and ``events``. The mean jobs and tail fractions derived from the area
+    records are computed when asked for (:meth:`jobs`, and all at once in ``_estimates``):
+    a few array operations per micro-batch would otherwise cost as much as the simulation
+    of a short one.
     """
 
     def __init__(
@@ -429,13 +430,6 @@ class _MicroBatches:
             self._jobs.append(float(area[:, 1:width].sum()) / (N * duration))
         return np.array(self._jobs)
 
-    def tails(self, b: int) -> np.ndarray:
-        """Micro-batch b's time-averaged fractions of type-j servers with ≥ k jobs (J × width)."""
-        area, width, duration = self.areas[b], self.widths[b], self.durations[b]
-        u_b = area[:, :width] / (self.n_types[:, None] * duration)
-        u_b[:, 0] = 1.0
-        return u_b
-
 
 def _estimates(
     recorded: _MicroBatches, run: RunLength, n_types: np.ndarray, N: int, lam: float, chaos: bool
@@ -446,9 +440,12 @@ def _estimates(
     first = bm.start
     width = max(recorded.widths[first:])
     per_micro = np.zeros((len(recorded.areas), n_types.size, width))
-    for b in range(len(recorded.areas)):
+    for b, area in enumerate(recorded.areas):
         w = min(width, recorded.widths[b])
-        per_micro[b, :, :w] = recorded.tails(b)[:, :w]
+        per_micro[b, :, :w] = area[:, :w]
+    # Each micro-batch's fractions of type-j servers with ≥ k jobs: ∫Q[j, k] dt / (N_j T_b).
+    per_micro /= n_types[None, :, None] * np.array(recorded.durations)[:, None, None]
+    per_micro[:, :, 0] = 1.0
     per_batch = bm.merge(per_micro)
     per_batch_all = np.einsum("bjk,j->bk", per_batch, n_types / N)
     est_u = batch_means_ci(per_batch, lower=0.0, upper=1.0, ar1=True)
