@@ -409,7 +409,7 @@ class _MicroBatches:
         duration = t_end - t_start
         Q, Qtot, area, last = self.levels
         self.areas.append(area)
-        self.levels = (Q, Qtot, np.zeros_like(area), last)
+        self.levels = (Q, Qtot, np.zeros(area.shape), last)
         self.widths.append(width)
         self.durations.append(duration)
         self.events.append(n_events)

@@ -27,7 +27,7 @@ import math
 import numpy as np
 from numba import njit
 
-from lbrepro.sim.xoshiro import randint, uniform
+from lbrepro.sim.xoshiro import bounded_from, next_u64_from, randint, uniform, uniform_from
 
 __all__ = [
     "POLICY_SCHEME1",
@@ -339,7 +339,7 @@ def _advance(levels, top, t, t_end, system, log_comb_n_d, types, state, routed, 
                 top -= 1
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, error_model="numpy")
 def _advance_one_pool(
     counts, area, last, top, t, t_end, lam_n, rate, N, d, replace, log_comb_n_d, state
 ):
@@ -349,22 +349,44 @@ def _advance_one_pool(
 
     Every arithmetic operation is the general loop's for J = 1 (its departure rate sums
     0.0 + μ C_0 Q[0, 1], which is exactly μ C_0 Q[0, 1]), so the path is bit for bit the same;
-    the loop is only shorter (no type to choose, no routing count, no chaos test), which
-    keeps its state in registers. Returns what ``_advance`` returns.
+    the loop is only shorter (no type to choose, no routing count, no chaos test) and holds
+    the generator's four words in local variables (stored back on return; the
+    without-replacement inversion draws from the array). Divisions are by positive rates
+    and sample sizes, so numpy's error model (no zero-division test) changes nothing.
+    Returns what ``_advance`` returns.
     """
     L = counts.shape[0]
     events = 0
     arrivals = 0
     waits = 0
+    s0, s1, s2, s3 = state[0], state[1], state[2], state[3]
+    status = STATUS_OK
     while True:
         total_rate = lam_n + rate * counts[1]
-        dt = -math.log(uniform(state)) / total_rate
+        x, s0, s1, s2, s3 = next_u64_from(s0, s1, s2, s3)
+        dt = -math.log(uniform_from(x)) / total_rate
         if t + dt >= t_end:
-            return STATUS_OK, top, t_end, events, arrivals, waits
+            t = t_end
+            break
         t += dt
         events += 1
-        if uniform(state) * total_rate < lam_n:
-            m = pool_min_level(counts, top, N, d, replace, log_comb_n_d, state)
+        x, s0, s1, s2, s3 = next_u64_from(s0, s1, s2, s3)
+        if uniform_from(x) * total_rate < lam_n:
+            if replace or d == 1:
+                # pool_min_level's inversion with replacement, on the local generator.
+                x, s0, s1, s2, s3 = next_u64_from(s0, s1, s2, s3)
+                u = uniform_from(x)
+                if d == 1:
+                    root = u
+                elif d == 2:
+                    root = math.sqrt(u)
+                else:
+                    root = math.exp(math.log(u) / d)
+                m = last_level_at_least(counts, N * root, 0, top)
+            else:
+                state[0], state[1], state[2], state[3] = s0, s1, s2, s3
+                m = pool_min_level(counts, top, N, d, replace, log_comb_n_d, state)
+                s0, s1, s2, s3 = state[0], state[1], state[2], state[3]
             arrivals += 1
             if m > 0:
                 waits += 1
@@ -375,14 +397,18 @@ def _advance_one_pool(
             if k > top:
                 top = k
                 if top + 1 >= L:
-                    return STATUS_NEED_LEVELS, top, t, events, arrivals, waits
+                    status = STATUS_NEED_LEVELS
+                    break
         else:
-            k = last_level_at_least(counts, randint(state, counts[1]) + 1, 1, top)
+            r, s0, s1, s2, s3 = bounded_from(s0, s1, s2, s3, counts[1])
+            k = last_level_at_least(counts, r + 1, 1, top)
             area[k] += counts[k] * (t - last[k])
             last[k] = t
             counts[k] -= 1
             if counts[top] == 0:
                 top -= 1
+    state[0], state[1], state[2], state[3] = s0, s1, s2, s3
+    return status, top, t, events, arrivals, waits
 
 
 @njit(cache=True)
