@@ -53,7 +53,7 @@ def _exponential(state, rate):
     return -math.log(uniform(state)) / rate
 
 
-@njit(cache=True)
+@njit(inline="always")
 def _sift_down(ht, hs, n, i):
     """Restore the min-heap (completion times ``ht``, servers ``hs``, size n) below slot i."""
     x_t = ht[i]
@@ -73,7 +73,7 @@ def _sift_down(ht, hs, n, i):
     hs[i] = x_s
 
 
-@njit(cache=True)
+@njit(inline="always")
 def _push(ht, hs, n, t_done, srv):
     """Insert server ``srv`` completing at ``t_done`` into the heap of size n (sift up)."""
     i = n
@@ -88,12 +88,15 @@ def _push(ht, hs, n, t_done, srv):
     hs[i] = srv
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _advance(q, ht, hs, clock, Q, area, last, t_end, lam_n, N, d, code, p, state, counters):
     """Simulate until t_end (or until a queue reaches the last stored level).
 
     ``clock`` = [t, next arrival time, heap size, top level]; ``counters`` = [events,
-    arrivals] (both mutated in place). Returns a status code.
+    arrivals] (both mutated in place). Returns a status code; at t_end (_STATUS_OK) every
+    level's stretch is closed there, so ``area`` holds the micro-batch's integrals. Compiled
+    without reference counting: the loop allocates nothing, and the heap and sampling
+    helpers are inlined into it.
     """
     L = Q.shape[0]
     t = clock[0]
@@ -162,6 +165,9 @@ def _advance(q, ht, hs, clock, Q, area, last, t_end, lam_n, N, d, code, p, state
             events += 1
     if status == _STATUS_OK:
         t = t_end
+        for k in range(L):
+            area[k] += Q[k] * (t_end - last[k])
+            last[k] = t_end
     clock[0] = t
     clock[1] = t_arr
     clock[2] = n
@@ -300,10 +306,24 @@ def simulate_general(
 
     ensure_compiled(_warm_up_kernel)
     check_budget(2.0 * lam_n * horizon, what=f"this run (N = {N}, horizon = {horizon:g})")
-    # Micro-batches from time 0 (see lbrepro.sim.runlength): the kernel returns after each.
+    # Micro-batches from time 0 (see lbrepro.sim.runlength): the kernel returns after each,
+    # its levels' integrals in a fresh ``area`` array (kept as the record, no copy); the
+    # tail fractions derived from a record are computed when asked for (``tails``).
+    micro_area: list[np.ndarray] = []
+    micro_duration: list[float] = []
     micro_u: list[np.ndarray] = []
     micro_arr: list[int] = []
     micro_events: list[int] = []
+
+    def tails() -> list[np.ndarray]:
+        """Every micro-batch's time-averaged fractions of servers with ≥ k jobs so far."""
+        for a, duration in zip(
+            micro_area[len(micro_u) :], micro_duration[len(micro_u) :], strict=True
+        ):
+            u_b = a / (N * duration)
+            u_b[0] = 1.0
+            micro_u.append(u_b)
+        return micro_u
 
     def step(t_end: float) -> int:
         """Run one micro-batch (growing the level arrays as needed); return its events."""
@@ -323,21 +343,17 @@ def simulate_general(
                     f"t = {clock[0]:.6g}: the system looks unstable"
                 )
             Q, area, last = _grow(Q, area, last, clock[0])
-        # Close every level's stretch at the micro-batch end.
-        area += Q * (t_end - last)
-        last[:] = t_end
         micro_events.append(int(counters[0]) - ev0)
         micro_arr.append(int(counters[1]) - ar0)
-        u_b = area / (N * (t_end - t_start))
-        u_b[0] = 1.0
-        micro_u.append(u_b)
-        area[:] = 0.0
+        micro_area.append(area)
+        micro_duration.append(t_end - t_start)
+        area = np.zeros_like(area)
         return micro_events[-1]
 
     start = time.perf_counter()
     run = run_micro_batches(
         step,
-        lambda: np.array([a[1:].sum() for a in micro_u]),
+        lambda: np.array([a[1:].sum() for a in tails()]),
         horizon=horizon,
         warmup=warmup,
         min_batches=batches,
@@ -348,6 +364,7 @@ def simulate_general(
     used = slice(bm.start, bm.start + bm.group * bm.batches)
     events = int(sum(micro_events[bm.start :]))
     batch_arr = micro_arr[used]
+    tails()
     width = max(a.size for a in micro_u)
     per_micro = np.zeros((len(micro_u), width))
     for i, a in enumerate(micro_u):

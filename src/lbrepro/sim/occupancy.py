@@ -65,9 +65,12 @@ from lbrepro.sim.compilation import ensure_compiled
 from lbrepro.sim.estimates import arrival_fraction, batch_covariances
 from lbrepro.sim.occupancy_kernel import (
     STATUS_MAX_LEVELS,
+    STATUS_NEED_LEVELS,
     allocate_levels,
     chaos_arrays,
+    grow_levels,
     run_kernel,
+    type_tables,
     warm_up_kernel,
 )
 from lbrepro.sim.occupancy_result import OccupancySimResult
@@ -251,11 +254,17 @@ def simulate_occupancy(
         counts, max(min(_INITIAL_LEVELS, max_levels + 1), counts.shape[1] + 1), 0.0
     )
     lam_n = lam * N
-    system = (lam_n, N, routing.d_pool, replace, code, max_levels)
-    rates = mu * np.asarray(capacity_t, dtype=np.float64)
-    types = (rates, n_types, routing.d_types, routing.order, routing.weights, routing.cum_split)
+    system = (lam_n, N, routing.d_pool, replace, code, max_levels, chaos)
+    tables = type_tables(
+        mu * np.asarray(capacity_t, dtype=np.float64),
+        n_types,
+        routing.d_types,
+        routing.order,
+        routing.weights,
+        routing.cum_split,
+    )
     recorder = _MicroBatches(
-        levels, top, system, types, xoshiro_state(seq), (chaos, *chaos_arrays(levels[0], 0.0))
+        levels, top, system, tables, xoshiro_state(seq), chaos_arrays(levels[0], 0.0), n_types
     )
     unstable = (
         f"(lam = {lam:g}, capacity {capacity_total:g}, policy {policy!r}, d = {routing.d}): "
@@ -294,7 +303,7 @@ def simulate_occupancy(
     with bar:
         run = run_micro_batches(
             step,
-            lambda: np.array(recorder.jobs),
+            recorder.jobs,
             horizon=horizon,
             warmup=warmup,
             min_batches=batches,
@@ -331,37 +340,46 @@ def simulate_occupancy(
 class _MicroBatches:
     """The kernel's state between micro-batches and what each micro-batch recorded.
 
-    Per micro-batch: ``u`` (J × levels time-averaged tail fractions), ``jobs`` (mean jobs
-    per server), ``arrivals``, ``waits`` (arrivals joining a busy server), ``routed``
-    (arrivals per type), ``chaos`` (the chaos integrals over the duration) and ``events``.
+    Per micro-batch: ``areas`` (the flushed level integrals ∫ Q[j, k] dt, J × levels, each
+    micro-batch integrating into a fresh array so the record needs no copy), ``widths`` (the
+    levels an area record keeps), ``durations``, ``arrivals``, ``waits`` (arrivals joining a
+    busy server), ``routed`` (arrivals per type), ``chaos_integrals`` (the chaos integrals
+    over the duration) and ``events``. The mean jobs and tail fractions derived from the area
+    records are computed when asked for (:meth:`jobs`, and all at once in ``_estimates``):
+    a few array operations per micro-batch would otherwise cost as much as the simulation
+    of a short one.
     """
 
     def __init__(
         self,
-        levels: tuple[np.ndarray, ...],
+        levels: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
         top: int,
         system: tuple,
-        types: tuple[np.ndarray, ...],
+        tables: tuple[np.ndarray, np.ndarray],
         state: np.ndarray,
-        chaos: tuple,
+        chaos: tuple[np.ndarray, np.ndarray, np.ndarray],
+        n_types: np.ndarray,
     ) -> None:
-        """Hold the kernel's arguments; the clock starts at 0 with empty records."""
+        """Hold the kernel's arguments (see :mod:`lbrepro.sim.occupancy_kernel`); the clock
+        starts at 0 with empty records."""
         self.levels = levels
         self.top = top
         self.t = 0.0
         self.status = 0
         self.system = system
-        self.types = types
+        self.tables = tables
         self.state = state
         self.chaos = chaos
-        self.routed_now = np.zeros(types[1].size, dtype=np.int64)
-        self.u: list[np.ndarray] = []
-        self.jobs: list[float] = []
+        self.n_types = n_types
+        self.areas: list[np.ndarray] = []
+        self.widths: list[int] = []
+        self.durations: list[float] = []
         self.arrivals: list[int] = []
         self.waits: list[int] = []
         self.routed: list[np.ndarray] = []
         self.chaos_integrals: list[np.ndarray] = []
         self.events: list[int] = []
+        self._jobs: list[float] = []
 
     @property
     def events_total(self) -> int:
@@ -369,36 +387,48 @@ class _MicroBatches:
         return int(sum(self.events))
 
     def step(self, t_end: float) -> int:
-        """Simulate up to t_end, record the micro-batch and reset the accumulators; return
-        its number of events (``status`` tells whether a queue reached max_levels)."""
+        """Simulate up to t_end and record the micro-batch; return its number of events
+        (``status`` tells whether a queue reached max_levels)."""
         t_start = self.t
-        self.status, self.levels, self.top, self.t, n_events, n_arr, n_wait = _run(
-            self.levels, self.top, self.t, t_end, self.system, self.types, self.state,
-            self.routed_now, self.chaos,
-        )  # fmt: skip
+        routed = np.zeros(self.n_types.size, dtype=np.int64)
+        n_events = n_arr = n_wait = 0
+        while True:
+            self.status, self.top, self.t, n_ev, n_a, n_w, width = _run(
+                *self.levels, self.top, self.t, t_end, self.system, *self.tables, self.state,
+                routed, *self.chaos,
+            )  # fmt: skip
+            n_events += n_ev
+            n_arr += n_a
+            n_wait += n_w
+            if self.status != STATUS_NEED_LEVELS:
+                break
+            levels = self.levels[0].shape[1]
+            self.levels = grow_levels(self.levels, min(2 * levels, self.system[5] + 1), self.t)
         if self.status == STATUS_MAX_LEVELS:
-            return int(n_events)
+            return n_events
         duration = t_end - t_start
-        n_types = self.types[1]
-        N = self.system[1]
-        area = self.levels[2]
+        Q, Qtot, area, last = self.levels
+        self.areas.append(area)
+        self.levels = (Q, Qtot, np.zeros(area.shape), last)
+        self.widths.append(width)
+        self.durations.append(duration)
         self.events.append(n_events)
         self.arrivals.append(n_arr)
         self.waits.append(n_wait)
-        self.routed.append(self.routed_now.copy())
-        used = np.flatnonzero(area.any(axis=0))
-        width = int(used[-1]) + 1 if used.size else 1
-        u_b = area[:, :width] / (n_types[:, None] * duration)
-        u_b[:, 0] = 1.0
-        self.u.append(u_b)
-        self.jobs.append(float(area[:, 1:width].sum()) / (N * duration))
-        chaos_on, _, sum_area, _ = self.chaos
-        if chaos_on:
+        self.routed.append(routed)
+        if self.system[6]:
+            sum_area = self.chaos[1]
             self.chaos_integrals.append(sum_area / duration)
-        area[:] = 0.0
-        self.routed_now[:] = 0
-        sum_area[:] = 0.0
-        return int(n_events)
+            sum_area[:] = 0.0
+        return n_events
+
+    def jobs(self) -> np.ndarray:
+        """Mean jobs per server of every micro-batch so far (the run length's main series)."""
+        N = self.system[1]
+        for b in range(len(self._jobs), len(self.areas)):
+            area, width, duration = self.areas[b], self.widths[b], self.durations[b]
+            self._jobs.append(float(area[:, 1:width].sum()) / (N * duration))
+        return np.array(self._jobs)
 
 
 def _estimates(
@@ -408,11 +438,14 @@ def _estimates(
     recorded micro-batches, truncated and merged as the run length decided."""
     bm = run.batching
     first = bm.start
-    width = max(a.shape[1] for a in recorded.u[first:])
-    per_micro = np.zeros((len(recorded.u), n_types.size, width))
-    for b, a in enumerate(recorded.u):
-        w = min(width, a.shape[1])
-        per_micro[b, :, :w] = a[:, :w]
+    width = max(recorded.widths[first:])
+    per_micro = np.zeros((len(recorded.areas), n_types.size, width))
+    for b, area in enumerate(recorded.areas):
+        w = min(width, recorded.widths[b])
+        per_micro[b, :, :w] = area[:, :w]
+    # Each micro-batch's fractions of type-j servers with ≥ k jobs: ∫Q[j, k] dt / (N_j T_b).
+    per_micro /= n_types[None, :, None] * np.array(recorded.durations)[:, None, None]
+    per_micro[:, :, 0] = 1.0
     per_batch = bm.merge(per_micro)
     per_batch_all = np.einsum("bjk,j->bk", per_batch, n_types / N)
     est_u = batch_means_ci(per_batch, lower=0.0, upper=1.0, ar1=True)

@@ -11,6 +11,10 @@ Layouts (all parameters > 0): exponential ``[rate]``; Erlang ``[m, rate]``;
 hyperexponential ``[n, p_1..p_n, r_1..r_n]``; Coxian ``[n, r_1..r_n, c_1..c_{n−1}, 0]``
 (phase i continues with probability c_i); deterministic ``[value]``; Weibull
 ``[shape, scale]``; Lomax ``[alpha, sigma]``; lognormal ``[m, s]`` (log X ~ Normal(m, s²)).
+
+:func:`sample_service` is inlined into the kernels that call it, and numba's on-disk cache of
+a kernel does not notice edits to this file: after changing it, delete the ``__pycache__`` of
+the calling module (as for :mod:`lbrepro.sim.xoshiro`).
 """
 
 from __future__ import annotations
@@ -93,9 +97,10 @@ def encode(family: str, params: Mapping[str, Any]) -> tuple[int, np.ndarray]:
     return CODES[family], np.asarray(vector, dtype=np.float64)
 
 
-@njit(cache=True)
+@njit(inline="always")
 def sample_service(code, p, state):
-    """One service time of the distribution (code, p), drawn with the kernel's stream."""
+    """One service time of the distribution (code, p), drawn with the kernel's stream
+    (inlined into the calling kernel: a call per event costs more than most draws)."""
     if code == CODE_EXPONENTIAL:
         return -math.log(uniform(state)) / p[0]
     if code == CODE_ERLANG:  # sum of m exponentials
