@@ -10,7 +10,11 @@ is the arrival lost.
 The departure operator factorises over servers, so it is applied axis by axis to the value (or
 probability) array: along axis k, E[h(n − D_k e_k)] = Σ_j P(D_k = j | n_k) h(n − j e_k) is a
 banded sum of shifted slices (j ≤ d_k, and for PS only the j whose probability exceeds 1e-18).
-Nothing loops over states in Python; one Bellman or forward step costs O(K²·J·|states|).
+One Bellman or forward step costs O(K²·J·|states|). The banded sums, and the RVI update and
+power-iteration step built from them, are numba kernels (the steps fused: no temporary arrays,
+no Python per axis); each sums every element in the order of the plain array form
+(:meth:`JointChain.action_values`, :meth:`JointChain.step_forward`), so both give the same
+numbers to the last bit — the tests check that form against a brute-force transition matrix.
 """
 
 from __future__ import annotations
