@@ -30,26 +30,52 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "config" / "config.yaml"
 QUICK = ROOT / "config" / "quick.yaml"
-#: The configfile arguments of the default and the quick profile.
-DEFAULT_CONFIG = ("--configfile", str(CONFIG))
+#: The configfile arguments of the quick profile.
 QUICK_CONFIG = ("--configfile", str(CONFIG), str(QUICK))
 
 # Fixtures that start subprocesses: a test using one is end to end, hence slow.
 SUBPROCESS_FIXTURES = frozenset({"run_cli", "cli_refuses", "run_snakemake", "browser", "quick_run"})
-# The xdist group of a test using one of these fixtures: the quick run is made once per
-# worker that asks for it, so all its readers share one worker (and one run); two headless
-# Chromiums at once only compete for the same two cores. First match wins: the quick run's
-# browser test belongs with the run it reads.
-GROUP_OF_FIXTURE = {"quick_run": "quick-run", "browser": "browser"}
+
+
+def shared_fixture_group(item: pytest.Item) -> str | None:
+    """The xdist group that keeps a test beside the others sharing its costly fixture.
+
+    A session- or module-scoped fixture is built once per worker that needs it: the quick run
+    (minutes) or a module's copy of the repository would be built twice if its tests were
+    spread over two workers. So the users of one of this suite's session fixtures share a group
+    named after the fixture (the quick run's first: its browser test reads that run, and two
+    headless Chromiums at once only compete for the same cores), and the users of a
+    module-scoped fixture share a group named after their module.
+    """
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return None
+    session, module = [], []
+    for name in item.fixturenames:
+        defs = info.name2fixturedefs.get(name)
+        if not defs:
+            continue
+        fixture = defs[-1]
+        origin = getattr(fixture.func, "__module__", "")
+        if origin != "conftest" and not origin.startswith("test_"):
+            continue  # pytest's own (tmp_path_factory, …) are cheap
+        if fixture.scope == "session":
+            session.append(name)
+        elif fixture.scope == "module":
+            module.append(name)
+    if session:
+        return "quick_run" if "quick_run" in session else sorted(session)[0]
+    if module:
+        return item.nodeid.split("::", 1)[0]
+    return None
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark subprocess tests ``slow`` and put tests sharing a heavy fixture in one xdist group."""
+    """Mark subprocess tests ``slow``; keep the users of a costly shared fixture on one worker."""
     for item in items:
-        used = set(getattr(item, "fixturenames", ()))
-        if used & SUBPROCESS_FIXTURES:
+        if set(getattr(item, "fixturenames", ())) & SUBPROCESS_FIXTURES:
             item.add_marker(pytest.mark.slow)
-        group = next((GROUP_OF_FIXTURE[name] for name in GROUP_OF_FIXTURE if name in used), None)
+        group = shared_fixture_group(item)
         if group and item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(group))
 

@@ -28,6 +28,7 @@ def test_solve_supermarket_json(capsys):
 
 
 def test_simulate_supermarket_json_has_cis(run_cli, agrees, capsys):
+    """`simulate supermarket` prints its keys, and its E[jobs] meets the refined mean field."""
     run_ = run_cli(
         "simulate",
         "supermarket",
@@ -142,4 +143,5 @@ def test_simulate_supermarket_json_has_cis(run_cli, agrees, capsys):
     ],
 )
 def test_bad_input_one_line_exit_2(cli_refuses, args, needle):
+    """Bad supermarket and hetero input: exit code 2 and one line naming the flag."""
     assert needle in cli_refuses(*args)

@@ -10,6 +10,7 @@ from lbrepro.cli import main
 
 
 def test_solve_whittle_one_server_matches_the_closed_form(run_cli):
+    """`solve whittle` at d = 1 agrees with the closed-form index."""
     res = run_cli("solve", "whittle", "--p", "0.3", "--q", "0.5", "--d", "1", "--nmax", "10")
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
@@ -17,6 +18,7 @@ def test_solve_whittle_one_server_matches_the_closed_form(run_cli):
 
 
 def test_simulate_whittle_policy_cost_has_a_ci(run_cli, agrees, capsys):
+    """`simulate whittle` JSQ's cost meets the exact cost of the truncated chain."""
     res = run_cli(
         "simulate",
         "whittle",
@@ -42,6 +44,7 @@ def test_simulate_whittle_policy_cost_has_a_ci(run_cli, agrees, capsys):
 
 
 def test_solve_and_simulate_general(run_cli):
+    """`solve general` puts the exact mean field on top, the published form beside it."""
     solved = json.loads(
         run_cli("solve", "general", "--dist", "exp", "--lam", "0.7", "--d", "2").stdout
     )
@@ -113,10 +116,12 @@ def test_solve_and_simulate_general(run_cli):
     ],
 )
 def test_bad_input_one_line_exit_2(cli_refuses, args, needle):
+    """Bad whittle and general input: exit code 2 and one line naming the flag."""
     assert needle in cli_refuses(*args)
 
 
 def test_solve_and_simulate_affinity(run_cli):
+    """`solve affinity` finds d1* = 18; `simulate affinity` starts from type II."""
     solved = run_cli("solve", "affinity", "--lam", "0.8", "--d1", "25")
     assert solved.returncode == 0, solved.stderr
     assert json.loads(solved.stdout)["dstar"] == 18

@@ -71,6 +71,7 @@ def _set(config, path, value):
     ],
 )
 def test_bad_values_name_the_key(refused, config, path, value, key):
+    """A bad value is refused with one line that starts with its key."""
     err = refused(validate_config, _set(config, path, value))
     assert str(err).startswith(key + ":"), str(err)
 

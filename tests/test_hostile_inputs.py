@@ -82,6 +82,7 @@ GENERATED = _generated()
 def test_generated_bad_value_names_its_key(
     refused: Callable[..., ConfigError], artifact: str, override: Any, key: str
 ) -> None:
+    """NaN, ±inf, negative, unknown and missing values are refused by key."""
     if override is None:  # drop the first required key
         section = dict(BASE[artifact])
         section.pop(key.split(".", 1)[1])
@@ -177,11 +178,13 @@ CONFIG_CASES = [
 def test_bad_config_names_its_key(
     refused: Callable[..., ConfigError], artifact: str, override: dict[str, Any], key: str
 ) -> None:
+    """The hand-written bad configs are refused, naming the key."""
     err = refused(validate_config, _one(artifact, override))
     assert err.key == key or err.key.startswith(key), (err.key, str(err))
 
 
 def test_seed_must_be_finite_integer(refused: Callable[..., ConfigError]) -> None:
+    """The seed is a finite non-negative integer."""
     for bad, key in ((math.inf, "seed"), (-3, "seed"), (math.nan, "seed"), ("7", "seed")):
         assert refused(validate_config, COMMON | {"seed": bad}).key == key
 

@@ -22,6 +22,7 @@ def test_non_editable_install_validates_from_another_directory(
 ) -> None:
     # A copy of the sources (pip must not write build files into the checkout), installed
     # with `pip install .` into a target directory; dependencies come from this interpreter.
+    """A `pip install .` validates configs far from the checkout."""
     src = tmp_path / "src-copy"
     shutil.copytree(
         ROOT,

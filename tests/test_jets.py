@@ -41,6 +41,7 @@ def test_hand_derivatives_of_product_and_quotient():
 
 
 def test_composite_matches_finite_differences(fd_jacobian, fd_hessian):
+    """Jet derivatives of a composite function match central differences."""
     x = np.array([0.4, 0.9, 0.3])
     val, J = jets.jacobian(composite, x)
     np.testing.assert_allclose(val, composite(x), rtol=1e-15)

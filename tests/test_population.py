@@ -35,6 +35,7 @@ def sir_model(a=0.3) -> PopulationModel:
 
 
 def test_drift_jacobian_hessian_diffusion_vs_finite_differences(fd_jacobian):
+    """The model's exact derivatives match central differences."""
     m = nonlinear_model()
     x = np.array([0.7, 0.4, 0.9])
     beta = m.rate_values(x)

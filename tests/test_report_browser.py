@@ -16,6 +16,7 @@ from test_report import make_fake_tree
 
 
 def test_report_in_chromium(tmp_path: Path, browser: None) -> None:
+    """The report of a fake tree loads in Chromium: one image, a clean console."""
     tree = make_fake_tree(tmp_path / "tree")
     out = tree.render()
     shot = tmp_path / "report.png"
@@ -34,6 +35,7 @@ def test_report_in_chromium(tmp_path: Path, browser: None) -> None:
 
 
 def test_check_page_sees_broken_images_and_errors(tmp_path: Path, browser: None) -> None:
+    """check_page reports a broken image and a console error."""
     page = tmp_path / "bad.html"
     page.write_text(
         '<!DOCTYPE html><html><head><link rel="icon" href="data:,"><title>bad</title></head>'

@@ -55,6 +55,7 @@ def test_every_profile_key_is_a_snakemake_option(monkeypatch):
 
 
 def test_dry_run_through_the_profile_builds_the_dag(run_snakemake, tmp_path):
+    """A dry run through the profile plans the jobs with the partition."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SBATCH_")}
     env["SBATCH_PARTITION"] = "max"
     run = run_snakemake(

@@ -33,12 +33,14 @@ def test_snakefmt_is_clean():
 
 
 def test_lint_is_clean(run_snakemake):
+    """`snakemake --lint` finds nothing to complain about."""
     run = run_snakemake("--lint")
     assert run.returncode == 0, run.stdout + run.stderr
     assert "Congratulations" in run.stdout + run.stderr
 
 
 def test_dry_run_builds_the_full_dag(run_snakemake, tmp_path):
+    """A dry run of the default config plans every enabled artifact and the report."""
     run = run_snakemake("-n", "--cores", "1", "--directory", str(tmp_path), *DEFAULT)
     assert run.returncode == 0, run.stderr
     out = run.stdout + run.stderr
@@ -49,6 +51,7 @@ def test_dry_run_builds_the_full_dag(run_snakemake, tmp_path):
 
 
 def test_dry_run_with_slurm_profile(run_snakemake, tmp_path):
+    """A dry run through the SLURM profile plans the compute jobs."""
     pytest.importorskip("snakemake_executor_plugin_slurm")
     profile = ROOT / "workflow" / "profiles" / "slurm"
     run = run_snakemake(
@@ -68,6 +71,7 @@ def test_dry_run_with_slurm_profile(run_snakemake, tmp_path):
     ],
 )
 def test_bad_config_stops_before_any_job(run_snakemake, tmp_path, override, key):
+    """A bad config stops Snakemake with one line naming the key, before any job."""
     bad = tmp_path / "bad.yaml"
     bad.write_text(override)
     run = run_snakemake(
@@ -94,6 +98,7 @@ QUICK_CONFIG = load_config(ROOT / "config" / "config.yaml", ROOT / "config" / "q
 
 
 def test_quick_profile_writes_every_output(quick_run):
+    """The quick run writes every table, figure, check file and the report."""
     for artifact in registry.enabled(QUICK_CONFIG):
         paths = {k: quick_run.directory / v for k, v in artifact.paths().items()}
         for path in paths.values():
@@ -125,6 +130,7 @@ def test_quick_profile_simulation_meets_the_exact_answer(quick_run, agrees):
 
 
 def test_quick_profile_claims_carry_failing_controls(quick_run):
+    """Every passing claim of the quick run shows a failing control."""
     for artifact in registry.enabled(QUICK_CONFIG):
         checks = quick_run.directory / artifact.paths()["checks"]
         for claim in read_checks(checks):
@@ -138,6 +144,7 @@ def test_quick_profile_claims_carry_failing_controls(quick_run):
 
 
 def test_quick_profile_rerun_has_nothing_to_do(quick_run, run_snakemake):
+    """Rerunning the quick profile unchanged has nothing to do."""
     again = run_snakemake("-n", "--cores", "1", "--directory", str(quick_run.directory), *QUICK)
     assert "Nothing to be done" in again.stdout + again.stderr
 
@@ -163,6 +170,7 @@ def test_snakemake_report_beside_ours(quick_run, run_snakemake):
 
 
 def test_quick_profile_report_in_a_real_browser(quick_run, browser):
+    """The quick run's report loads in Chromium with its images and a clean console."""
     from lbrepro.report.browser import check_page
 
     report = quick_run.directory / "report" / "index.html"

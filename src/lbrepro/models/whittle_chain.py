@@ -1,4 +1,4 @@
-"""The truncated joint K-server LPS-d chain (models.md §B): its state, operators and solvers.
+"""The truncated joint K-server LPS-d chain (docs/models.md §B): its state, operators and solvers.
 
 State n = (n_1, …, n_K), truncated at a buffer B per server. Per slot: the dispatcher picks a
 server a from n (start of the slot), every server k loses D_k ~ Bin(min(d_k, n_k), q_k/min(d_k,

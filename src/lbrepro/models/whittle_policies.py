@@ -1,4 +1,4 @@
-"""Dispatching policies on the joint K-server LPS-d chain (models.md §B): exact costs and
+"""Dispatching policies on the joint K-server LPS-d chain (docs/models.md §B): exact costs and
 simulation.
 
 The chain itself (state, truncation, operators, RVI) is :mod:`lbrepro.models.whittle_chain`.

@@ -4,11 +4,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from matplotlib.figure import Figure
-from scipy.stats import binomtest
 
 from lbrepro.artifacts.affinity.config_checks import service_rates
 from lbrepro.artifacts.affinity.judging import LAM_SHIFT
@@ -19,6 +17,9 @@ from lbrepro.core.io import select
 from lbrepro.core.verdicts import EmptyComparisonError, Verdict
 from lbrepro.models import affinity as model
 from lbrepro.plotting.style import color, new_figure
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def random_states(seed: np.random.SeedSequence, n: int, levels: int, K: int) -> list[np.ndarray]:
@@ -160,6 +161,8 @@ def _majority_verdict(k: int, n: int, what: str) -> Verdict:
     and not all of them (the other fixed point is reached too)."""
     if n == 0:
         raise EmptyComparisonError("affinity-bistability: no trajectories to count")
+    from scipy.stats import binomtest  # here, not at the top: only this check needs scipy.stats
+
     pval = float(binomtest(k, n, 0.5, alternative="greater").pvalue)
     return Verdict(
         passed=pval < 0.05 and k < n,
