@@ -10,7 +10,11 @@ is the arrival lost.
 The departure operator factorises over servers, so it is applied axis by axis to the value (or
 probability) array: along axis k, E[h(n − D_k e_k)] = Σ_j P(D_k = j | n_k) h(n − j e_k) is a
 banded sum of shifted slices (j ≤ d_k, and for PS only the j whose probability exceeds 1e-18).
-Nothing loops over states in Python; one Bellman or forward step costs O(K²·J·|states|).
+One Bellman or forward step costs O(K²·J·|states|). The banded sums, and the RVI update and
+power-iteration step built from them, are numba kernels (the steps fused: no temporary arrays,
+no Python per axis); each sums every element in the order of the plain array form
+(:meth:`JointChain.action_values`, :meth:`JointChain.step_forward`), so both give the same
+numbers to the last bit — the tests check that form against a brute-force transition matrix.
 """
 
 from __future__ import annotations
@@ -149,6 +153,89 @@ def _banded_up(mu, bands):
     return out
 
 
+@njit(cache=True)
+def _blocks(size, levels, K, k):
+    """(outer, levels, inner): axis k of a flat box of ``size`` states as 3-d blocks."""
+    inner = 1
+    for _ in range(K - 1 - k):
+        inner *= levels
+    return size // (levels * inner), levels, inner
+
+
+@njit(cache=True)
+def _along_all(x, bands, skip, transposed):
+    """Every server's departures (but ``skip``'s) applied to flat x, servers in order 0..K−1."""
+    K = len(bands)
+    levels = bands[0].shape[1]
+    for k in range(K):
+        if k == skip:
+            continue
+        blocks = x.reshape(_blocks(x.size, levels, K, k))
+        if transposed:
+            x = _banded_up(blocks, bands[k]).reshape(x.size)
+        else:
+            x = _banded_down(blocks, bands[k]).reshape(x.size)
+    return x
+
+
+@njit(cache=True)
+def _forward_step(mu, route, bands, p):
+    """One slot of the distribution: the arithmetic of :meth:`JointChain.step_forward`, fused.
+
+    (1 − p)·Dᵀμ, then for each server a: + p·shift_a(Dᵀ(route_a·μ)), with the top level of a
+    keeping its mass (the arrival is lost) — each element summed in the same order as there.
+    """
+    K = len(bands)
+    levels = bands[0].shape[1]
+    size = mu.size
+    stay = _along_all(mu.copy(), bands, -1, True)
+    out = (1 - p) * stay
+    for a in range(K):
+        moved = _along_all(route[a] * mu, bands, -1, True)
+        outer, _, inner = _blocks(size, levels, K, a)
+        m3 = moved.reshape(outer, levels, inner)
+        o3 = out.reshape(outer, levels, inner)
+        for o in range(outer):
+            for i in range(inner):
+                o3[o, 0, i] += p * 0.0
+            for n in range(1, levels - 1):
+                for i in range(inner):
+                    o3[o, n, i] += p * m3[o, n - 1, i]
+            for i in range(inner):
+                o3[o, levels - 1, i] += p * (m3[o, levels - 2, i] + m3[o, levels - 1, i])
+    return out
+
+
+@njit(cache=True)
+def _bellman_step(h, cost, allowed, bands, p):
+    """One RVI update: Th = C + min over allowed a of E[h(next) | a], as :meth:`JointChain.rvi`
+    computes it (each element in the same order); returns (Th − Th(0), min, max of Th − h)."""
+    K = len(bands)
+    levels = bands[0].shape[1]
+    size = h.size
+    stay = _along_all(h.copy(), bands, -1, False)
+    best = np.empty(size)
+    for a in range(K):
+        partial = _along_all(h.copy(), bands, a, False)
+        outer, _, inner = _blocks(size, levels, K, a)
+        p3 = partial.reshape(outer, levels, inner)
+        up = np.empty_like(p3)  # h(m + e_a), h(m) at the top (the arrival is lost)
+        for o in range(outer):
+            for n in range(levels - 1):
+                for i in range(inner):
+                    up[o, n, i] = p3[o, n + 1, i]
+            for i in range(inner):
+                up[o, levels - 1, i] = p3[o, levels - 1, i]
+        x = _banded_down(up, bands[a]).reshape(size)
+        for idx in range(size):
+            v = (1 - p) * stay[idx] + p * x[idx] if allowed[a, idx] else np.inf
+            if a == 0 or not best[idx] < v:  # np.minimum: the first argument when smaller
+                best[idx] = v
+    th = cost + best
+    diff = th - h
+    return th - th[0], diff.min(), diff.max()
+
+
 class JointChain:
     """The truncated joint chain of a :class:`System` with buffer B per server."""
 
@@ -164,6 +251,7 @@ class JointChain:
             np.ascontiguousarray(arm.departure_bands(self.B, q, d))
             for q, d in zip(system.q, system.d, strict=True)
         ]
+        self._band_tuple = tuple(self.bands)  # the fused kernels take a tuple of arrays
         self._blocks = [
             ((self.B + 1) ** k, self.B + 1, (self.B + 1) ** (K - 1 - k)) for k in range(K)
         ]
@@ -273,17 +361,20 @@ class JointChain:
         average cost is about that change times the relaxation time (checked against direct
         sparse solves in the tests).
         """
-        mu = np.zeros(self.shape)
-        mu[(0,) * self.system.K] = 1.0
+        K, p = self.system.K, self.system.p
+        routes = np.ascontiguousarray(route, dtype=float).reshape(K, self.size)
+        mu = np.zeros(self.size)
+        mu[0] = 1.0  # the empty system
         it = 0
         for it in range(1, max_iter + 1):  # noqa: B007 (reported after the loop)
-            new = self.step_forward(mu, route)
-            change = float(np.abs(new - mu).sum())
+            new = _forward_step(mu, routes, self._band_tuple, p)  # = self.step_forward
+            change = float(np.abs(new.reshape(self.shape) - mu.reshape(self.shape)).sum())
             mu = new
             if change < tol:
                 break
         else:
             raise ConvergenceError(f"power iteration: L1 change {change:.2e} after {it} steps")
+        mu = mu.reshape(self.shape)
         mu /= mu.sum()
         return {
             "cost": float((mu * self.cost).sum()),
@@ -298,19 +389,20 @@ class JointChain:
         h ← C + min_a E[h(next) | a] − (same at state 0); stops when span(Th − h) < tol·g.
         The bounds min(Th − h) ≤ g* ≤ max(Th − h) bracket the optimal average cost.
         """
-        h = np.zeros(self.shape)
-        origin = (0,) * self.system.K
+        K, p = self.system.K, self.system.p
+        cost = self.cost.reshape(self.size)
+        allowed = np.ascontiguousarray(self.allowed).reshape(K, self.size)
+        h = np.zeros(self.size)
         it = 0
         for it in range(1, max_iter + 1):  # noqa: B007 (reported after the loop)
-            Q = np.where(self.allowed, self.action_values(h), np.inf)
-            Th = self.cost + Q.min(axis=0)
-            diff = Th - h
-            lo, hi = float(diff.min()), float(diff.max())
-            h = Th - Th[origin]
+            # h ← C + min_a Q_a(h) − (same at the empty state), fused; lo, hi: span of Th − h
+            h, lo, hi = _bellman_step(h, cost, allowed, self._band_tuple, p)
+            lo, hi = float(lo), float(hi)
             if hi - lo < tol * max(1.0, abs(hi)):
                 break
         else:
             raise ConvergenceError(f"RVI: span {hi - lo:.2e} after {it} iterations")
+        h = h.reshape(self.shape)
         Q = np.where(self.allowed, self.action_values(h), np.inf)
         choice = np.argmin(Q, axis=0)
         route = np.stack([choice == a for a in range(self.system.K)]).astype(float)

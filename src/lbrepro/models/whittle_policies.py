@@ -147,43 +147,63 @@ def compare_policies(
     policies: Sequence[str] = POLICIES,
     tol: float = TRUNCATION_TOL,
     check_truncation: bool = True,
+    index_first: bool = False,
 ) -> PolicyCosts:
     """Exact average cost of each policy (and the optimum by RVI) on the chain truncated at B.
 
-    A policy whose boundary mass exceeds ``tol`` means B is too small: ConfigError on ``B``.
-    RSA is computed server by server without truncation (:func:`rsa_cost`; +∞ when
-    p/K ≥ min q_k); the joint chain's RSA routing is cross-checked against it in the tests.
+    A policy whose boundary mass exceeds ``tol`` means B is too small: ConfigError on ``B``,
+    naming the first such policy in the order evaluated. ``index_first`` evaluates the index
+    policies before the optimal one, so a too-small B is found without the RVI (the costs
+    are the same either way). RSA is computed server by server without truncation
+    (:func:`rsa_cost`; +∞ when p/K ≥ min q_k); the joint chain's RSA routing is cross-checked
+    against it in the tests.
     """
     chain = JointChain(system, B)
-    costs: dict[str, float] = {}
-    mass: dict[str, float] = {}
-    iters: dict[str, int] = {}
-    routes: dict[str, np.ndarray] = {}
-    prios: dict[str, np.ndarray] = {}
+    order = list(policies)
+    if index_first:  # the index policies, then the optimal one, then RSA (last, as before)
+        order = [x for x in order if x not in ("optimal", "rsa")] + [
+            x for x in order if x in ("optimal", "rsa")
+        ]
+    found: dict[str, dict[str, Any]] = {}
     bounds = (math.nan, math.nan)
-    for policy in policies:
+    for policy in order:
+        entry: dict[str, Any] = {}
         if policy == "optimal":
             res = chain.rvi()
             route = res["route"]
             bounds = (res["g_low"], res["g_high"])
-            iters["optimal_rvi"] = res["iterations"]
+            entry["rvi_iterations"] = res["iterations"]
         elif policy == "rsa":
             # exact and untruncated (its tails are far heavier than the others')
-            costs[policy], mass[policy] = rsa_cost(system), 0.0
+            found[policy] = {"cost": rsa_cost(system), "mass": 0.0}
             continue
         else:
-            prios[policy] = priorities(system, policy, chain.B)
-            route = chain.index_route(prios[policy])
+            entry["prio"] = priorities(system, policy, chain.B)
+            route = chain.index_route(entry["prio"])
         ev = chain.evaluate(route)
-        costs[policy], mass[policy] = ev["cost"], ev["boundary_mass"]
-        iters[policy] = ev["iterations"]
-        routes[policy] = route
+        found[policy] = entry | {
+            "cost": ev["cost"],
+            "mass": ev["boundary_mass"],
+            "iterations": ev["iterations"],
+            "route": route,
+        }
         if check_truncation and ev["boundary_mass"] >= tol:
             raise ConfigError(
                 "B",
                 f"buffer {B} too small: boundary mass {ev['boundary_mass']:.2e} under {policy} "
                 f">= truncation tolerance {tol:g} ({system.label()}, p={system.p:g})",
             )
+    # the tables in the order of ``policies``, whatever the order of evaluation
+    costs = {x: found[x]["cost"] for x in policies}
+    mass = {x: found[x]["mass"] for x in policies}
+    iters: dict[str, int] = {}
+    for x in policies:
+        if "rvi_iterations" in found[x]:
+            iters["optimal_rvi"] = found[x]["rvi_iterations"]
+        if "iterations" in found[x]:
+            iters[x] = found[x]["iterations"]
+    routes = {x: found[x]["route"] for x in policies if "route" in found[x]}
+    prios = {x: found[x]["prio"] for x in policies if "prio" in found[x]}
     return PolicyCosts(system, chain.B, costs, mass, bounds, iters, routes, prios)
 
 
@@ -194,16 +214,21 @@ def choose_buffer(
     tol: float = TRUNCATION_TOL,
     policies: Sequence[str] = POLICIES,
 ) -> PolicyCosts:
-    """Grow B (×1.5) from ``start`` until every stable policy's boundary mass is below ``tol``."""
+    """Grow B (×1.5) from ``start`` until every stable policy's boundary mass is below ``tol``.
+
+    While B can still grow, the index policies are evaluated first: a too-small B is then
+    usually found before the RVI, the costliest step (the result at the final B is the same).
+    """
     B = int_arg("B", start, 1)
     while True:
+        grown = min(limit, math.ceil(B * 1.5))
+        last = limit <= B or (grown + 1) ** system.K > MAX_STATES
         try:
-            return compare_policies(system, B, policies, tol)
+            return compare_policies(system, B, policies, tol, index_first=not last)
         except ConfigError as err:
             if err.key != "B":
                 raise
-            grown = min(limit, math.ceil(B * 1.5))
-            if limit <= B or (grown + 1) ** system.K > MAX_STATES:
+            if last:
                 raise ConfigError(
                     "B",
                     f"no buffer up to {B} ({(B + 1) ** system.K} states; limits {limit} and "
