@@ -71,13 +71,19 @@ def shared_fixture_group(item: pytest.Item) -> str | None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark subprocess tests ``slow``; keep the users of a costly shared fixture on one worker."""
+    """Mark subprocess tests ``slow``; keep the users of a costly shared fixture on one worker.
+
+    In a parallel run the quick run's group goes first: it is the longest stretch of the
+    suite (minutes on one worker), so it starts at once while the other workers share the rest.
+    """
     for item in items:
         if set(getattr(item, "fixturenames", ())) & SUBPROCESS_FIXTURES:
             item.add_marker(pytest.mark.slow)
         group = shared_fixture_group(item)
         if group and item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(group))
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker: the run is parallel
+        items.sort(key=lambda item: shared_fixture_group(item) != "quick_run")
 
 
 # ------------------------------------------------------------------------ subprocesses
