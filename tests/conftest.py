@@ -10,9 +10,11 @@ pytest puts it on ``sys.path``.
 
 Every test that starts a subprocess pipeline (the ``run_cli``, ``cli_refuses``,
 ``run_snakemake``, ``browser`` and ``quick_run`` fixtures) is marked ``slow`` here, so
-``pytest -m "not slow"`` is the fast in-process loop. Tests that must not run at the same time
-as each other (under pytest-xdist, ``pytest -n``) share an ``xdist_group``: ``--dist loadgroup``
-sends a group to one worker.
+``pytest -m "not slow"`` is the fast in-process loop. Under pytest-xdist (``pytest -n``, the
+default) tests that share a costly session or module fixture share an ``xdist_group``, which
+``--dist loadgroup`` sends to one worker, so the fixture is built once. Nothing else needs
+keeping apart: every Snakemake run works in its own temporary directory, signals go to the
+test's own process or process group, and no test listens on a fixed port.
 """
 
 from __future__ import annotations
