@@ -13,8 +13,9 @@ Every test that starts a subprocess pipeline (the ``run_cli``, ``cli_refuses``,
 ``pytest -m "not slow"`` is the fast in-process loop. Under pytest-xdist (``pytest -n``, the
 default) tests that share a costly session or module fixture share an ``xdist_group``, which
 ``--dist loadgroup`` sends to one worker, so the fixture is built once. Nothing else needs
-keeping apart: every Snakemake run works in its own temporary directory, signals go to the
-test's own process or process group, and no test listens on a fixed port.
+keeping apart: every Snakemake run that writes works in its own temporary directory (the
+lint only reads), signals go to the test's own process or process group, no test listens on a
+fixed port, and numba replaces its cache files atomically.
 """
 
 from __future__ import annotations
