@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from lbrepro.artifacts.supermarket import accuracy, tail
-from lbrepro.artifacts.supermarket.tail_claims import resolution, tail_shape
 from lbrepro.core.claims import CONSISTENCY, Claim
 from lbrepro.core.stats import Estimate
+from lbrepro.core.tail_verdicts import resolution, tail_shape
 from lbrepro.core.verdicts import EmptyComparisonError
 from lbrepro.models import supermarket as model
 

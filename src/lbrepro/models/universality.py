@@ -1,4 +1,6 @@
-"""Universality of power-of-d(N) load balancing (models.md §E): the single home of its equations.
+"""Universality of power-of-d(N) load balancing (docs/models.md §E).
+
+This module is the single home of the model's equations.
 
 N unit-rate exponential servers, Poisson arrivals at rate λ(N), each job joins the shortest of
 d(N) servers sampled without replacement (d(N) = N is JSQ). Mukherjee, Borst, van Leeuwaarden

@@ -1,4 +1,6 @@
-"""LPS-d servers and Whittle's index (models.md §B, seed 001): the single home of its equations.
+"""LPS-d servers and Whittle's index (docs/models.md §B, seed 001).
+
+This module is the single home of the model's equations.
 
 One server: discrete slots, LPS-d with capacity q ∈ (0, 1]. With n jobs present each of the
 first min(d, n) jobs completes with probability q/min(d, n), so the departures are
@@ -154,7 +156,7 @@ def departure_pmf(n: int, q: float, d: float) -> np.ndarray:
 
 
 def departure_moments(n: int, q: float, d: float) -> tuple[float, float]:
-    """E[D] = q·1{n≥1} and E[D²] = q + q²(1 − 1/min(d, n)) (models.md §B)."""
+    """E[D] = q·1{n≥1} and E[D²] = q + q²(1 − 1/min(d, n)) (docs/models.md §B)."""
     if n == 0:
         return 0.0, 0.0
     k = min(d, n)

@@ -1,4 +1,4 @@
-"""The truncated joint K-server LPS-d chain (models.md §B): its state, operators and solvers.
+"""The truncated joint K-server LPS-d chain (docs/models.md §B): its state, operators and solvers.
 
 State n = (n_1, …, n_K), truncated at a buffer B per server. Per slot: the dispatcher picks a
 server a from n (start of the slot), every server k loses D_k ~ Bin(min(d_k, n_k), q_k/min(d_k,
@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 from lbrepro.core.args import int_arg
 from lbrepro.core.errors import ConfigError, ConvergenceError, UnstableError
@@ -83,6 +84,71 @@ def _axis_view(K: int, axis: int, sl: slice) -> tuple[slice, ...]:
     return tuple(idx)
 
 
+@njit(cache=True)
+def _banded_down(h, bands):
+    """out[o, n, i] = Σ_j bands[j, n]·h[o, n − j, i], j ascending (the order numpy summed in).
+
+    Loops run over the contiguous index innermost (n when the axis is the last one).
+    """
+    outer, levels, inner = h.shape
+    out = np.empty_like(h)
+    top = min(bands.shape[0], levels)
+    if inner == 1:
+        h2 = h.reshape(outer, levels)
+        out2 = out.reshape(outer, levels)
+        for o in range(outer):
+            row, orow = h2[o], out2[o]
+            for n in range(levels):
+                orow[n] = bands[0, n] * row[n]
+            for j in range(1, top):
+                bj = bands[j]
+                for m in range(levels - j):  # m = n − j ≥ 0: no negative-index check
+                    orow[m + j] += bj[m + j] * row[m]
+        return out
+    for o in range(outer):
+        for n in range(levels):
+            b0 = bands[0, n]
+            for i in range(inner):
+                out[o, n, i] = b0 * h[o, n, i]
+        for j in range(1, top):
+            for m in range(levels - j):
+                bj = bands[j, m + j]
+                for i in range(inner):
+                    out[o, m + j, i] += bj * h[o, m, i]
+    return out
+
+
+@njit(cache=True)
+def _banded_up(mu, bands):
+    """out[o, n, i] = Σ_j bands[j, n + j]·mu[o, n + j, i], j ascending: the transpose."""
+    outer, levels, inner = mu.shape
+    out = np.empty_like(mu)
+    top = min(bands.shape[0], levels)
+    if inner == 1:
+        mu2 = mu.reshape(outer, levels)
+        out2 = out.reshape(outer, levels)
+        for o in range(outer):
+            row, orow = mu2[o], out2[o]
+            for n in range(levels):
+                orow[n] = bands[0, n] * row[n]
+            for j in range(1, top):
+                bj = bands[j]
+                for n in range(levels - j):
+                    orow[n] += bj[n + j] * row[n + j]
+        return out
+    for o in range(outer):
+        for n in range(levels):
+            b0 = bands[0, n]
+            for i in range(inner):
+                out[o, n, i] = b0 * mu[o, n, i]
+        for j in range(1, top):
+            for n in range(levels - j):
+                bj = bands[j, n + j]
+                for i in range(inner):
+                    out[o, n, i] += bj * mu[o, n + j, i]
+    return out
+
+
 class JointChain:
     """The truncated joint chain of a :class:`System` with buffer B per server."""
 
@@ -93,13 +159,14 @@ class JointChain:
         K = system.K
         self.shape = (self.B + 1,) * K
         self.size = (self.B + 1) ** K
-        # bands[k][j] broadcast along axis k: P(D_k = j | n_k)
-        self.bands = []
-        for k, (q, d) in enumerate(zip(system.q, system.d, strict=True)):
-            table = arm.departure_bands(self.B, q, d)
-            bshape = [1] * K
-            bshape[k] = self.B + 1
-            self.bands.append([table[j].reshape(bshape) for j in range(table.shape[0])])
+        # bands[k][j, n_k] = P(D_k = j | n_k); axis k seen as (outer, B + 1, inner) blocks
+        self.bands = [
+            np.ascontiguousarray(arm.departure_bands(self.B, q, d))
+            for q, d in zip(system.q, system.d, strict=True)
+        ]
+        self._blocks = [
+            ((self.B + 1) ** k, self.B + 1, (self.B + 1) ** (K - 1 - k)) for k in range(K)
+        ]
         costs = system.server_costs(self.B)
         self.cost = np.zeros(self.shape)
         for k in range(K):
@@ -114,26 +181,14 @@ class JointChain:
 
     # -- operators ---------------------------------------------------------------------------
     def _departures_along(self, h: np.ndarray, k: int) -> np.ndarray:
-        """E[h(n − D_k e_k)]: server k's departures applied to h (a banded sum of slices)."""
-        bands = self.bands[k]
-        out = bands[0] * h
-        K = self.system.K
-        for j in range(1, len(bands)):
-            dst = _axis_view(K, k, slice(j, None))
-            src = _axis_view(K, k, slice(None, -j))
-            out[dst] += bands[j][dst] * h[src]
-        return out
+        """E[h(n − D_k e_k)]: server k's departures applied to h (a banded sum along axis k)."""
+        blocks = np.ascontiguousarray(h).reshape(self._blocks[k])
+        return _banded_down(blocks, self.bands[k]).reshape(self.shape)
 
     def _departures_along_transposed(self, mu: np.ndarray, k: int) -> np.ndarray:
         """Server k's departures applied to a distribution mu (the transpose of the above)."""
-        bands = self.bands[k]
-        out = bands[0] * mu
-        K = self.system.K
-        for j in range(1, len(bands)):
-            dst = _axis_view(K, k, slice(None, -j))
-            src = _axis_view(K, k, slice(j, None))
-            out[dst] += bands[j][src] * mu[src]
-        return out
+        blocks = np.ascontiguousarray(mu).reshape(self._blocks[k])
+        return _banded_up(blocks, self.bands[k]).reshape(self.shape)
 
     def departures(self, h: np.ndarray, skip: int | None = None) -> np.ndarray:
         """E_D[h(n − D)] (all servers except ``skip``)."""

@@ -31,7 +31,7 @@ RC: dict[str, Any] = {
     "svg.hashsalt": "lbrepro",  # deterministic SVG ids: same data, same file
 }
 
-# How each method tag of artifacts.md is drawn.
+# How each method tag (cf, mf, rmf, sim, published, mdp) is drawn.
 METHOD_STYLE: dict[str, dict[str, Any]] = {
     "cf": {"linestyle": "-", "marker": "", "label": "closed form"},
     "mf": {"linestyle": "--", "marker": "", "label": "mean field"},

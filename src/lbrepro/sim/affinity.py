@@ -1,9 +1,9 @@
-"""Exact event-driven simulation of the affinity model (models.md §D) with N servers.
+"""Exact event-driven simulation of the affinity model (docs/models.md §D) with N servers.
 
 Every server is explicit: ``n1[s]`` type-I jobs and ``n2[s]`` ∈ {0, 1} type-II jobs. Jobs
 arrive at rate λN; an arrival draws d1 distinct primary servers (a partial Fisher–Yates
 shuffle of a persistent permutation: O(d1), exactly uniform) and is assigned
-[reconstruction, models.md §D]:
+[reconstruction, docs/models.md §D]:
 
 1. to an idle primary server (the first idle one in the random order, i.e. uniform among the
    idle primaries) as a type-I job;

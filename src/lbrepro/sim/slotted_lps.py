@@ -4,7 +4,7 @@ Per slot: the dispatcher picks a server a from the state at the start of the slo
 server k loses D_k ~ Bin(min(d_k, n_k), q_k/min(d_k, n_k)) jobs, then the arrival (probability
 p) joins server a; the slot's cost Σ_k C_k(n_k) is charged on its start-of-slot state, with
 C(n) = n or n + β E[D(n)²], E[D(n)²] = q + q²(1 − 1/min(d, n)) (the model's cost formulas,
-models.md §B). No buffer: queues are unbounded.
+docs/models.md §B). No buffer: queues are unbounded.
 
 The kernel knows three routing rules, given as tables by the caller (the model computes the
 policies): the smallest priority ``prio[k, n_k]`` with ties to the larger q_k then the first

@@ -1,4 +1,4 @@
-"""The affinity paper (seed 003, artifacts.md §D, models.md §D): its text and its artifacts.
+"""The affinity paper (seed 003, docs/models.md §D): its text and its artifacts.
 
 Coupling tables (exact integers), the fluid limit with its fixed points and their stability,
 bistability for large d1, finite-N simulation against the fluid limit, performance against

@@ -4,10 +4,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from matplotlib.figure import Figure
 from scipy.stats import binomtest
 
 from lbrepro.artifacts.affinity.config_checks import service_rates
@@ -19,6 +18,9 @@ from lbrepro.core.io import select
 from lbrepro.core.verdicts import EmptyComparisonError, Verdict
 from lbrepro.models import affinity as model
 from lbrepro.plotting.style import color, new_figure
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def random_states(seed: np.random.SeedSequence, n: int, levels: int, K: int) -> list[np.ndarray]:

@@ -4,10 +4,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from matplotlib.figure import Figure
 
 from lbrepro.artifacts.affinity.config_checks import check_loads_and_d1, service_rates
 from lbrepro.artifacts.affinity.judging import LAM_SHIFT, extrapolate_to_infinity
@@ -36,6 +35,9 @@ PERF_KEYS = (
     "ra_wait_var",
     "ra_wait_time",
 )
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:

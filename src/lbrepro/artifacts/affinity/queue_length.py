@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from matplotlib.figure import Figure
 
 from lbrepro.artifacts.affinity.config_checks import service_rates
 from lbrepro.artifacts.affinity.performance import (
@@ -31,6 +30,9 @@ from lbrepro.core.claims import Claim, make_claim
 from lbrepro.core.verdicts import Verdict
 from lbrepro.meanfield.closed_forms import doubly_exponential_tail
 from lbrepro.models import affinity as model
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def _slightly_above_verdict(a: dict, b: dict, ra: dict, lams: list[float], bound: float) -> Verdict:

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from matplotlib.figure import Figure
 
 from lbrepro.artifacts.affinity.config_checks import check_loads_and_d1, service_rates
 from lbrepro.artifacts.affinity.judging import LAM_SHIFT, extrapolate_to_infinity
@@ -27,6 +26,9 @@ from lbrepro.core.verdicts import EmptyComparisonError, Verdict, estimate, withi
 from lbrepro.models import affinity as model
 from lbrepro.plotting.style import METHOD_STYLE, color, new_figure
 from lbrepro.sim.affinity import simulate_affinity
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def validate(cfg: Mapping[str, Any]) -> None:

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from matplotlib.figure import Figure
 
 from lbrepro.artifacts.affinity.judging import exact_verdict
 from lbrepro.artifacts.affinity.rows import SLUG, table_row
@@ -17,6 +16,9 @@ from lbrepro.core.io import select
 from lbrepro.core.verdicts import Verdict
 from lbrepro.models import affinity as model
 from lbrepro.plotting.style import color, new_figure
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:

@@ -4,10 +4,9 @@ point)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from matplotlib.figure import Figure
 
 from lbrepro.artifacts.affinity.config_checks import validator_with_hysteresis
 from lbrepro.artifacts.affinity.fluid_trajectories import (
@@ -20,6 +19,9 @@ from lbrepro.artifacts.affinity.reconstructions import FLUID_NOTE, RANDOM_STATES
 from lbrepro.artifacts.affinity.rows import SLUG
 from lbrepro.artifacts.registry import Artifact, Rows
 from lbrepro.core.claims import Claim
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:

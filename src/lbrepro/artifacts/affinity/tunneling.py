@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from matplotlib.figure import Figure
 from scipy.stats import t as student
 
 from lbrepro.artifacts.affinity.config_checks import service_rates, validator_with_hysteresis
@@ -22,6 +21,9 @@ from lbrepro.core.verdicts import EmptyComparisonError, Verdict, estimate, trend
 from lbrepro.models import affinity as model
 from lbrepro.plotting.style import color, new_figure
 from lbrepro.sim.affinity import residence_times, simulate_affinity
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
-
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING, Any
 
 from lbrepro.artifacts.affinity.performance import (
     compute,
@@ -27,6 +25,9 @@ from lbrepro.artifacts.affinity.rows import SLUG
 from lbrepro.artifacts.registry import Artifact, Rows
 from lbrepro.core.claims import Claim, make_claim
 from lbrepro.core.verdicts import Verdict
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def _between_verdict(w: dict, lo: dict, hi: dict, lams: list[float]) -> Verdict:

@@ -1,8 +1,8 @@
-"""The supermarket model (artifacts.md §S): JSQ(d), the baseline every other paper builds on.
+"""The supermarket model (docs/models.md §S): JSQ(d), the baseline every other paper builds on.
 
 ``supermarket-tail`` (:mod:`.tail`) shows the doubly exponential tails, ``supermarket-accuracy``
 (:mod:`.accuracy`) the finite-N error of the mean field and the refined mean field. The tail
-claim statistics (:mod:`.tail_claims`) are shared with the general-service paper.
+verdicts (:mod:`lbrepro.core.tail_verdicts`) are shared with the general-service paper.
 """
 
 from __future__ import annotations
@@ -10,23 +10,7 @@ from __future__ import annotations
 from lbrepro.artifacts.registry import Paper
 from lbrepro.artifacts.supermarket import accuracy, tail
 
-# Re-exported for the general-service artifacts, which judge their tails the same way.
-from lbrepro.artifacts.supermarket.tail_claims import (
-    geometric_control,
-    neighbour_load,
-    resolution,
-    tail_levels,
-    tail_shape,
-)
-
-__all__ = [
-    "PAPER",
-    "geometric_control",
-    "neighbour_load",
-    "resolution",
-    "tail_levels",
-    "tail_shape",
-]
+__all__ = ["PAPER"]
 
 PAPER = Paper(
     slug="supermarket",

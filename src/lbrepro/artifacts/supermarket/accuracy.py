@@ -1,7 +1,7 @@
 """``supermarket-accuracy``: finite-N accuracy of the mean field and the refined mean field.
 
 Mean number of jobs per server against N — simulation, mean field and refined mean field —
-and the error of each against N on log–log axes (1/N and 1/N²) (artifacts.md §S).
+and the error of each against N on log–log axes (1/N and 1/N²) (docs/models.md §S).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from scipy import optimize, stats
+from scipy import optimize
 
 from lbrepro.artifacts.registry import Artifact, Rows
 from lbrepro.artifacts.supermarket.simulation import check_stable, mean_jobs_row, simulate_point
@@ -87,7 +87,7 @@ def _power_fit(errs: list[tuple[int, float, float]]) -> tuple[float, float, floa
     """
     Ns = np.array([N for N, _, _ in errs], dtype=float)
     es = np.array([e for _, e, _ in errs])
-    sigma = np.array([h for _, _, h in errs]) / stats.norm.ppf(0.975)
+    sigma = np.array([h for _, _, h in errs]) / Z95
     if len(errs) < 3:
         raise EmptyComparisonError(f"error fit: needs three values of N, got {len(errs)}")
     i0 = int(np.argmax(np.abs(es) / sigma))

@@ -1,4 +1,4 @@
-"""``supermarket-tail``: doubly exponential tails of the supermarket model (artifacts.md §S).
+"""``supermarket-tail``: doubly exponential tails of the supermarket model (docs/models.md §S).
 
 u_k against k for several d and ρ — closed form, numerical mean-field fixed point and
 simulation at N = 1000 — and log(−log u_k) against k, whose slope tends to log d (doubly
@@ -15,18 +15,18 @@ import numpy as np
 
 from lbrepro.artifacts.registry import Artifact, Rows
 from lbrepro.artifacts.supermarket.simulation import check_stable, mean_jobs_row, simulate_point
-from lbrepro.artifacts.supermarket.tail_claims import (
+from lbrepro.core.claims import Claim, make_claim
+from lbrepro.core.errors import ConfigError
+from lbrepro.core.ids import add_point, num
+from lbrepro.core.io import select
+from lbrepro.core.stats import Estimate
+from lbrepro.core.tail_verdicts import (
     geometric_control,
     neighbour_load,
     resolution,
     tail_levels,
     tail_shape,
 )
-from lbrepro.core.claims import Claim, make_claim
-from lbrepro.core.errors import ConfigError
-from lbrepro.core.ids import add_point, num
-from lbrepro.core.io import select
-from lbrepro.core.stats import Estimate
 from lbrepro.core.verdicts import Verdict, estimate, fit_slope, within
 from lbrepro.models import supermarket as model
 from lbrepro.plotting.style import METHOD_STYLE, color, new_figure

@@ -1,4 +1,4 @@
-"""The universality paper (seed 004; models.md §E): JSQ(d(N)) against JSQ.
+"""The universality paper (seed 004; docs/models.md §E): JSQ(d(N)) against JSQ.
 
 ``universality-fluid`` (:mod:`.fluid`): q₂ against N for fixed and growing d(N).
 ``universality-diffusion`` (:mod:`.diffusion`): the Halfin–Whitt scale against the JSQ

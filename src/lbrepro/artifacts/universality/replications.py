@@ -16,9 +16,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from scipy import stats
-
 from lbrepro.artifacts.registry import Rows
+from lbrepro.core.stats import t_quantile
 
 __all__ = ["pool_replications", "replications_needed"]
 
@@ -37,7 +36,7 @@ def _standard_error(row: Mapping[str, Any]) -> tuple[float, int]:
     """The standard error of a row's estimate and its batches, from its t-interval."""
     batches = int(row["batches"])
     half = (float(row["ci_high"]) - float(row["ci_low"])) / 2
-    return half / float(stats.t.ppf(0.5 + _LEVEL / 2, batches - 1)), batches
+    return half / t_quantile(0.5 + _LEVEL / 2, batches - 1), batches
 
 
 def _pooled(group: list[Mapping[str, Any]]) -> dict[str, Any]:
@@ -49,7 +48,7 @@ def _pooled(group: list[Mapping[str, Any]]) -> dict[str, Any]:
     # Welch–Satterthwaite: the degrees of freedom of a sum of independent variance estimates.
     denominator = math.fsum((s / R) ** 4 / (b - 1) for s, b in errors)
     dof = se**4 / denominator if denominator > 0 else math.inf
-    half = float(stats.t.ppf(0.5 + _LEVEL / 2, dof)) * se if se > 0 else 0.0
+    half = t_quantile(0.5 + _LEVEL / 2, dof) * se if se > 0 else 0.0
     first = {k: v for k, v in group[0].items() if k not in ("point", "replication")}
     return first | {
         "value": value,

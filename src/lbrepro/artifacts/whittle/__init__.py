@@ -1,4 +1,4 @@
-"""Artifacts of Ayesta, Gupta & Verloop (seed 001; artifacts.md §B): LPS-d servers, Whittle.
+"""Artifacts of Ayesta, Gupta & Verloop (seed 001, docs/models.md §B): LPS-d servers, Whittle.
 
 ``whittle-index-linear`` / ``whittle-index-meanvar``: W(n) against n over a (p, q, d) grid.
 ``whittle-fcfs``: the d = 1 closed form against the numerical index.

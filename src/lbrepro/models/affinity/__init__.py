@@ -1,4 +1,4 @@
-"""Job allocation with affinity relations (models.md §D, seed 003): the home of its equations.
+"""Job allocation with affinity relations (docs/models.md §D, seed 003): the home of its equations.
 
 N servers; a job samples d1 *primary* servers. Served at a primary server it is a type-I job
 (rate μ1), anywhere else a type-II job (rate μ2 < μ1). Assignment [reconstruction]: an idle
@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lbrepro.core.errors import ConfigError
+from lbrepro.core.errors import ConfigError, LbreproError
 from lbrepro.models.affinity.coupling import f_aff, f_ref, step_dominates, table1_d
 from lbrepro.models.affinity.fixed_points import (
     FixedPoint,
@@ -54,15 +54,15 @@ from lbrepro.models.affinity.fluid import (
 )
 from lbrepro.models.affinity.jacobians import face_jacobian, interior_jacobian
 from lbrepro.models.affinity.performance import performance
+from lbrepro.models.spec import RUN_PARAMS, Model, Param, Summary
 from lbrepro.sim.affinity import check_params, check_state, simulate_affinity
 
 __all__ = [
     "K_DEFAULT",
+    "MODEL",
     "FixedPoint",
     "check_params",
     "check_state",
-    "cli_simulate",
-    "cli_solve",
     "dstar",
     "dstar_continuous",
     "f_aff",
@@ -81,6 +81,7 @@ __all__ = [
     "pad_state",
     "performance",
     "queueing_fixed_point",
+    "simulate",
     "solve",
     "start_state",
     "step_dominates",
@@ -88,53 +89,57 @@ __all__ = [
 ]
 
 
-def solve(lam: float, mu2: float, mu1: float = 1.0, d1: int = 3) -> dict[str, Any]:
-    """All fixed points, d1* and the performance measures, as plain data (CLI ``solve``)."""
+def solve(*, lam: float, d1: int, mu2: float = 0.5, mu1: float = 1.0) -> Summary:
+    """All fixed points, d1* and the performance measures (``lbrepro solve affinity``)."""
     pts = fixed_points(lam, mu2, mu1, d1)
-    return {
-        "model": "affinity",
-        "params": {"lam": lam, "mu1": mu1, "mu2": mu2, "d1": d1},
-        "dstar": dstar(lam, mu2, mu1),
-        "fixed_points": [
-            {
-                "kind": p.kind,
-                "u": p.u,
-                "stable": p.stable,
-                "x_i0": p.x[:6, 0].tolist(),
-                "x_i1": p.x[:6, 1].tolist(),
-            }
-            for p in pts
-        ],
-        "performance": performance(lam, mu2, mu1, d1),
-    }
+    return Summary(
+        {
+            "dstar": dstar(lam, mu2, mu1),
+            "fixed_points": [
+                {
+                    "kind": p.kind,
+                    "u": p.u,
+                    "stable": p.stable,
+                    "x_i0": p.x[:6, 0].tolist(),
+                    "x_i1": p.x[:6, 1].tolist(),
+                }
+                for p in pts
+            ],
+            "performance": performance(lam, mu2, mu1, d1),
+        }
+    )
 
 
-def cli_solve(lam: float, mu2: float, mu1: float = 1.0, d1: int = 3) -> dict[str, Any]:
-    """``lbrepro solve affinity --lam L --mu2 M2 [--mu1 M1] --d1 D``: :func:`solve`."""
-    return solve(lam, mu2, mu1, d1)
-
-
-def cli_simulate(
+def simulate(
+    *,
     lam: float,
-    mu2: float,
-    mu1: float,
     d1: int,
     N: int,
     horizon: float,
-    warmup: float,
-    seed: int,
-    batches: int,
+    mu2: float = 0.5,
+    mu1: float = 1.0,
+    warmup: float | None = None,
+    seed: int = 1,
+    batches: int = 20,
     replace: bool = True,
     progress: bool = False,
     start: str = "fixed_point",
-) -> dict[str, Any]:
-    """``lbrepro simulate affinity ...``: one simulation as plain data.
+) -> Summary:
+    """One simulation as plain data (``lbrepro simulate affinity``).
 
     ``start``: "empty", "type2" (one type-II job everywhere) or "fixed_point" (the queueing
-    fixed point for λ > μ2, else the stable no-queueing point, rounded to N servers).
-    Primary servers are always distinct (``replace`` is accepted for CLI uniformity and
-    ignored: the fluid limit is the same); ``progress`` is ignored (runs are short).
+    fixed point for λ > μ2, else the stable no-queueing point, rounded to N servers). The
+    warm-up defaults to a tenth of the horizon. The d1 primary servers are always distinct, so
+    ``replace=False`` (``--no-replace``) is refused as meaningless; ``progress`` is accepted
+    for the command line's uniformity and ignored (the kernel shows no progress bar). The
+    result's ``params`` adds N to the command line's echo: the size of the simulated system.
     """
+    if warmup is None:
+        warmup = 0.1 * horizon
+    elif warmup >= horizon:
+        raise ConfigError("warmup", f"must be shorter than --horizon = {horizon:g}")
+    if not replace:
+        raise LbreproError("replace: the d1 primary servers are always distinct already")
     lam, mu2, mu1, d1, N = check_params(lam, mu2, mu1, d1, N)
     init: Any = start
     if start == "fixed_point":
@@ -147,23 +152,47 @@ def cli_simulate(
         lam, mu2, mu1, d1, N, horizon=horizon, warmup=warmup, batches=batches, start=init, seed=seed
     )
     K = 6
-    return {
-        "model": "affinity",
-        "params": {"lam": lam, "mu1": mu1, "mu2": mu2, "d1": d1, "N": N, "start": start},
-        "x_i0": r.x[:K, 0].tolist(),
-        "x_i1": r.x[:K, 1].tolist(),
-        "ci": {
-            "x_i0": [r.x_ci_low[:K, 0].tolist(), r.x_ci_high[:K, 0].tolist()],
-            "x_i1": [r.x_ci_low[:K, 1].tolist(), r.x_ci_high[:K, 1].tolist()],
-        },
-        "switch_fraction": float(
-            r.arrivals_type2.sum() / max(1, r.arrivals_type1.sum() + r.arrivals_type2.sum())
+    return Summary(
+        {
+            "params": {"lam": lam, "mu1": mu1, "mu2": mu2, "d1": d1, "N": N, "start": start},
+            "x_i0": r.x[:K, 0].tolist(),
+            "x_i1": r.x[:K, 1].tolist(),
+            "ci": {
+                "x_i0": [r.x_ci_low[:K, 0].tolist(), r.x_ci_high[:K, 0].tolist()],
+                "x_i1": [r.x_ci_low[:K, 1].tolist(), r.x_ci_high[:K, 1].tolist()],
+            },
+            "switch_fraction": float(
+                r.arrivals_type2.sum() / max(1, r.arrivals_type1.sum() + r.arrivals_type2.sum())
+            ),
+            "events": r.events,
+            "elapsed": r.elapsed,
+            "events_per_second": r.events_per_second,
+            "horizon": horizon,
+            "warmup": warmup,
+            "batches": batches,
+            "seed": seed,
+        }
+    )
+
+
+MODEL = Model(
+    name="affinity",
+    help="job allocation with affinity relations (seed 003): d1 primary servers per job",
+    params=(
+        Param("lam", "real", "arrival rate per server (< mu1)"),
+        Param("mu1", "real", "type-I service rate"),
+        Param("mu2", "real", "type-II service rate (< mu1)"),
+        Param("d1", "integer", "primary servers per type-I job", minimum=1, maximum="servers"),
+        *RUN_PARAMS,
+        Param(
+            "start",
+            "choice",
+            "initial state: the fluid fixed point rounded to N servers, empty, or one type-II "
+            "job at every server",
+            choices=("fixed_point", "empty", "type2"),
+            commands=("simulate",),
         ),
-        "events": r.events,
-        "elapsed": r.elapsed,
-        "events_per_second": r.events_per_second,
-        "horizon": horizon,
-        "warmup": warmup,
-        "batches": batches,
-        "seed": seed,
-    }
+    ),
+    solve=solve,
+    simulate=simulate,
+)

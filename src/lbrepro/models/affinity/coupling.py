@@ -1,5 +1,5 @@
 """The coupling step functions f_ref, f_aff and Table 1 of the affinity model, in exact
-integer and rational arithmetic (models.md §D)."""
+integer and rational arithmetic (docs/models.md §D)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The fluid limit of the affinity model (models.md §D): its vector field, with the u = 0 face
+"""The fluid limit of the affinity model (docs/models.md §D): its vector field, with the u = 0 face
 and its immediate switch, and a robust hybrid RK4 integrator."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Claim statistics of a simulated tail, shared by the supermarket and general-service papers.
+"""Verdicts on a simulated tail, shared by the supermarket and general-service papers.
 
 The levels a tail fit may use, the doubly exponential shape test with its geometric control,
 the one finite-run allowance of a time-averaged fraction, and the neighbouring load of a
@@ -14,7 +14,6 @@ import numpy as np
 
 from lbrepro.core.stats import Estimate
 from lbrepro.core.verdicts import Z95, EmptyComparisonError, Verdict, fit_slope
-from lbrepro.meanfield.closed_forms import doubly_exponential_tail
 
 __all__ = [
     "NEIGHBOUR",
@@ -101,10 +100,9 @@ def geometric_control(
     """
     rel = [like[k].half_width / like[k].mean for k in tail_levels(like, N)]
     r = float(np.median(rel)) if rel else 0.01
-    tail = doubly_exponential_tail(rho, 1, kmax)
     out = {}
     for k in range(kmax + 1):
-        v = float(tail[k])
+        v = float(rho) ** k  # the M/M/1 (geometric) tail
         out[k] = Estimate(v, v * (1 - r), v * (1 + r), v * r, 20)
     return out
 
