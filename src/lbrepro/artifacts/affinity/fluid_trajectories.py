@@ -7,7 +7,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from scipy.stats import binomtest
 
 from lbrepro.artifacts.affinity.config_checks import service_rates
 from lbrepro.artifacts.affinity.judging import LAM_SHIFT
@@ -162,6 +161,8 @@ def _majority_verdict(k: int, n: int, what: str) -> Verdict:
     and not all of them (the other fixed point is reached too)."""
     if n == 0:
         raise EmptyComparisonError("affinity-bistability: no trajectories to count")
+    from scipy.stats import binomtest  # here, not at the top: only this check needs scipy.stats
+
     pval = float(binomtest(k, n, 0.5, alternative="greater").pvalue)
     return Verdict(
         passed=pval < 0.05 and k < n,

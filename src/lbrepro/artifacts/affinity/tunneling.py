@@ -7,7 +7,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from scipy.stats import t as student
 
 from lbrepro.artifacts.affinity.config_checks import service_rates, validator_with_hysteresis
 from lbrepro.artifacts.affinity.judging import exact_verdict
@@ -17,6 +16,7 @@ from lbrepro.artifacts.registry import Artifact, Rows
 from lbrepro.core.claims import Claim, make_claim
 from lbrepro.core.ids import add_point
 from lbrepro.core.io import select
+from lbrepro.core.stats import t_quantile
 from lbrepro.core.verdicts import EmptyComparisonError, Verdict, estimate, trend
 from lbrepro.models import affinity as model
 from lbrepro.plotting.style import color, new_figure
@@ -84,7 +84,7 @@ def _capped_mean_rows(times: list[float], cap: float, quantity: str, N: int, see
     n = len(capped)
     mean = float(capped.mean())
     half = (
-        float(student.ppf(0.975, n - 1) * capped.std(ddof=1) / math.sqrt(n)) if n >= 2 else math.nan
+        float(t_quantile(0.975, n - 1) * capped.std(ddof=1) / math.sqrt(n)) if n >= 2 else math.nan
     )
     return [
         table_row(

@@ -10,10 +10,9 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from matplotlib.figure import Figure
 
 from lbrepro.artifacts.registry import Artifact, Rows
 from lbrepro.artifacts.whittle.grid import table_d_label
@@ -34,6 +33,9 @@ from lbrepro.core.io import select
 from lbrepro.core.verdicts import EmptyComparisonError, estimate, within
 from lbrepro.models import whittle_policies as pol
 from lbrepro.plotting.style import color, new_figure
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure  # annotations only: compute jobs skip matplotlib
 
 
 def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:

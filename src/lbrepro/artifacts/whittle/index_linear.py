@@ -8,10 +8,9 @@ exception, where d changes the index by a large factor (outside the paper's regi
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from matplotlib.figure import Figure
 
 from lbrepro.artifacts.registry import Artifact, Rows
 from lbrepro.artifacts.whittle.grid import table_d_label
@@ -33,6 +32,9 @@ from lbrepro.core.claims import Claim, make_claim
 from lbrepro.core.io import select
 from lbrepro.core.verdicts import EmptyComparisonError, Verdict
 from lbrepro.plotting.style import METHOD_STYLE, color, new_figure
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure  # annotations only: compute jobs skip matplotlib
 
 #: Servers overloaded in the relaxation (q ≤ p): W(n) across d differs by at least this factor.
 OVERLOADED_FACTOR = 1.5

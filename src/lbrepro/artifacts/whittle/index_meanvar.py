@@ -7,9 +7,7 @@ strongly on d (the linear cost at the same points is the control).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
-
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING, Any
 
 from lbrepro.artifacts.registry import Artifact, Rows
 from lbrepro.artifacts.whittle.grid import table_d_label
@@ -28,6 +26,9 @@ from lbrepro.artifacts.whittle.index_curves import (
 from lbrepro.core.claims import Claim, make_claim
 from lbrepro.core.io import select
 from lbrepro.plotting.style import color, new_figure
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure  # annotations only: compute jobs skip matplotlib
 
 
 def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
