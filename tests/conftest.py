@@ -10,9 +10,12 @@ pytest puts it on ``sys.path``.
 
 Every test that starts a subprocess pipeline (the ``run_cli``, ``cli_refuses``,
 ``run_snakemake``, ``browser`` and ``quick_run`` fixtures) is marked ``slow`` here, so
-``pytest -m "not slow"`` is the fast in-process loop. Tests that must not run at the same time
-as each other (under pytest-xdist, ``pytest -n``) share an ``xdist_group``: ``--dist loadgroup``
-sends a group to one worker.
+``pytest -m "not slow"`` is the fast in-process loop. Under pytest-xdist (``pytest -n``, the
+default) tests that share a costly session or module fixture share an ``xdist_group``, which
+``--dist loadgroup`` sends to one worker, so the fixture is built once. Nothing else needs
+keeping apart: every Snakemake run that writes works in its own temporary directory (the
+lint only reads), signals go to the test's own process or process group, no test listens on a
+fixed port, and numba replaces its cache files atomically.
 """
 
 from __future__ import annotations
@@ -71,13 +74,19 @@ def shared_fixture_group(item: pytest.Item) -> str | None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark subprocess tests ``slow``; keep the users of a costly shared fixture on one worker."""
+    """Mark subprocess tests ``slow``; keep the users of a costly shared fixture on one worker.
+
+    In a parallel run the quick run's group goes first: it is the longest stretch of the
+    suite (minutes on one worker), so it starts at once while the other workers share the rest.
+    """
     for item in items:
         if set(getattr(item, "fixturenames", ())) & SUBPROCESS_FIXTURES:
             item.add_marker(pytest.mark.slow)
         group = shared_fixture_group(item)
         if group and item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(group))
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker: the run is parallel
+        items.sort(key=lambda item: shared_fixture_group(item) != "quick_run")
 
 
 # ------------------------------------------------------------------------ subprocesses
