@@ -292,7 +292,7 @@ CLI_CASES = [
         "--horizon",
     ),
     (["simulate", "supermarket", "--lam", "0.9", "--d", "2", *SIM, "--warmup", "-1"], "--warmup"),
-    (["simulate", "supermarket", "--lam", "0.9", "--d", "2", *SIM, "--warmup", "50"], "--warmup"),
+    (["simulate", "supermarket", "--lam", "0.9", "--d", "2", *SIM, "--warmup", "50"], "--horizon"),
     (["simulate", "supermarket", "--lam", "0.9", "--d", "2", *SIM, "--warmup", "nan"], "--warmup"),
     (["simulate", "supermarket", "--lam", "0.9", "--d", "2", *SIM, "--batches", "1"], "--batches"),
     (["simulate", "supermarket", "--lam", "0.9", "--d", "2", "--N", "0", "--horizon", "5"], "--N"),
