@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from lbrepro.artifacts import general as gen
+from lbrepro.artifacts.general import audit, sojourn, tail, theta_examples, theta_exp, theta_table
+from lbrepro.artifacts.general.point_runs import LIMIT_RATIO
 from lbrepro.core.claims import CONSISTENCY, Claim
 from lbrepro.core.verdicts import EmptyComparisonError
 from lbrepro.models import general as model
@@ -78,7 +79,7 @@ def point_rows(spec: str, rho: float, sim_from: str, bias: float = 0.0, kmax: in
         ]
         rows.append(base | {"method": "mf", "quantity": "mean_sojourn", "value": mf_t})
     src_u, src_t = truth(spec, rho, sim_from, kmax)
-    for n, limit in ((N, False), (N // gen.LIMIT_RATIO, True)):
+    for n, limit in ((N, False), (N // LIMIT_RATIO, True)):
         f = 1 + bias / n
         rows += [sim_row(base, "u", src_u[k] * f, n, k, limit=limit) for k in range(kmax + 1)]
         rows.append(sim_row(base, "mean_sojourn", src_t * f, n, limit=limit))
@@ -104,7 +105,7 @@ def by(claims: list[Claim], text: str) -> Claim:
 
 def test_sojourn_mean_field_claims_hold_and_published_fails() -> None:
     rows = [r for rho in RHOS for r in point_rows("erlang:2", rho, "mf", bias=0.0)]
-    claims = gen._sojourn_check(rows, sojourn_cfg("erlang:2"))
+    claims = sojourn.check(rows, sojourn_cfg("erlang:2"))
     assert len(claims) == 3
     assert by(claims, "exact PH mean-field E[T] is the N → ∞").passed
     assert by(claims, "finite-N finding").passed
@@ -114,14 +115,14 @@ def test_sojourn_mean_field_claims_hold_and_published_fails() -> None:
 
 def test_sojourn_limit_holds_but_finite_n_finding_fails_with_a_1_over_n_bias() -> None:
     rows = [r for rho in RHOS for r in point_rows("erlang:2", rho, "mf", bias=20.0)]
-    claims = gen._sojourn_check(rows, sojourn_cfg("erlang:2"))
+    claims = sojourn.check(rows, sojourn_cfg("erlang:2"))
     assert by(claims, "exact PH mean-field E[T] is the N → ∞").passed
     assert not by(claims, "finite-N finding").passed
 
 
 def test_sojourn_published_claim_holds_when_simulation_follows_it() -> None:
     rows = [r for rho in RHOS for r in point_rows("erlang:2", rho, "cf")]
-    claims = gen._sojourn_check(rows, sojourn_cfg("erlang:2"))
+    claims = sojourn.check(rows, sojourn_cfg("erlang:2"))
     pub = by(claims, "published sojourn time")
     assert pub.passed and not pub.control["passed"]
     assert not by(claims, "exact PH mean-field E[T] is the N → ∞").passed
@@ -132,7 +133,7 @@ def test_sojourn_without_the_limit_run_fails_loudly() -> None:
         r for rho in RHOS for r in point_rows("erlang:2", rho, "mf") if r.get("role") != "limit"
     ]
     with pytest.raises(EmptyComparisonError):
-        gen._sojourn_check(rows, sojourn_cfg("erlang:2"))
+        sojourn.check(rows, sojourn_cfg("erlang:2"))
 
 
 # ---------------------------------------------------------------------------------------
@@ -146,20 +147,20 @@ def audit_cfg(dists: list[str]) -> dict:
 def test_audit_claims_hold_with_failing_controls() -> None:
     rows = [r for rho in RHOS for r in point_rows("exp", rho, "mf", bias=5.0)]
     rows += [r for rho in RHOS for r in point_rows("det", rho, "cf")]
-    claims = gen._audit_check(rows, audit_cfg(["exp", "det"]))
+    claims = audit.check(rows, audit_cfg(["exp", "det"]))
     assert [c.source for c in claims] == ["paper", "lbrepro", "lbrepro", "paper"]
     assert by(claims, "Exp(rate 1): the exact PH mean field gives the N → ∞").passed
     assert claims[3].passed  # det: the simulation follows the published form
     assert_controls_fail(claims)
     # exponential service: the published u_2 = ρ^(d+1)/d is half the truth
     assert not claims[0].passed
-    summary = gen._audit_summary(rows)
+    summary = audit.summary(rows)
     assert summary and "N → ∞ (extrapolated) ± CI" in summary[0]
 
 
 def test_audit_mean_field_claim_fails_when_the_simulation_disagrees() -> None:
     rows = [r for rho in RHOS for r in point_rows("exp", rho, "cf")]
-    claims = gen._audit_check(rows, audit_cfg(["exp"]))
+    claims = audit.check(rows, audit_cfg(["exp"]))
     assert not by(claims, "exact PH mean field gives the N → ∞").passed
     assert not by(claims, "finite-N finding").passed
     assert by(claims, "published closed form").passed
@@ -186,14 +187,14 @@ TAIL = {"dists": ["exp"], "rho": 0.7, "d": D, "N": N}
 
 def test_tail_claims_hold_on_the_published_tail() -> None:
     cf_u, _ = truth("exp", 0.7, "cf", 12)
-    claims = gen._tail_check(tail_rows("exp", 0.7, lambda k: cf_u[k]), TAIL)
+    claims = tail.check(tail_rows("exp", 0.7, lambda k: cf_u[k]), TAIL)
     assert len(claims) == 4 and all(c.passed for c in claims)
     assert [c.kind for c in claims].count(CONSISTENCY) == 1
     assert_controls_fail(claims)
 
 
 def test_tail_claims_fail_on_a_geometric_tail() -> None:
-    claims = gen._tail_check(tail_rows("exp", 0.7, lambda k: 0.7**k), TAIL)
+    claims = tail.check(tail_rows("exp", 0.7, lambda k: 0.7**k), TAIL)
     assert not by(claims, "Doubly exponential").passed
     assert not by(claims, "finite-N finding").passed
     assert not by(claims, "published Π_k's rate").passed
@@ -201,7 +202,7 @@ def test_tail_claims_fail_on_a_geometric_tail() -> None:
 
 def test_tail_rate_claim_fails_on_a_doubly_exponential_tail_of_smaller_base() -> None:
     # u_k = ρ^((1.5^k − 1)/0.5): doubly exponential, but with base 1.5 < d = 2
-    claims = gen._tail_check(tail_rows("exp", 0.7, lambda k: 0.7 ** ((1.5**k - 1) / 0.5)), TAIL)
+    claims = tail.check(tail_rows("exp", 0.7, lambda k: 0.7 ** ((1.5**k - 1) / 0.5)), TAIL)
     assert by(claims, "Doubly exponential").passed
     assert not by(claims, "published Π_k's rate").passed
 
@@ -209,7 +210,7 @@ def test_tail_rate_claim_fails_on_a_doubly_exponential_tail_of_smaller_base() ->
 def test_tail_equilibrium_consistency_fails_off_rho() -> None:
     cf_u, _ = truth("exp", 0.7, "cf", 12)
     rows = tail_rows("exp", 0.7, lambda k: 0.65 if k == 1 else cf_u[k])
-    assert not by(gen._tail_check(rows, TAIL), "equilibrium").passed
+    assert not by(tail.check(rows, TAIL), "equilibrium").passed
 
 
 # ---------------------------------------------------------------------------------------
@@ -219,47 +220,47 @@ THETA = {"m": [1, 2, 3], "d": [1, 2, 3]}
 
 
 def test_theta_table_claim_holds_under_reading_a_and_control_reading_b_fails() -> None:
-    rows = gen._theta_table_compute({"m": THETA["m"], "d": THETA["d"]}, None)
-    claims = gen._theta_table_check(rows, THETA)
+    rows = theta_table.compute({"m": THETA["m"], "d": THETA["d"]}, None)
+    claims = theta_table.check(rows, THETA)
     assert [c.kind for c in claims] == ["verdict", CONSISTENCY, CONSISTENCY]
     assert all(c.passed for c in claims)
     assert_controls_fail(claims)
-    a, b = gen._theta_grid(rows, "A"), gen._theta_grid(rows, "B")
+    a, b = theta_table.theta_grid(rows, "A"), theta_table.theta_grid(rows, "B")
     assert a[3, 2] < a[1, 2] and b[3, 2] > b[1, 2]  # the two readings disagree on m
     assert a[1, 2] == pytest.approx(0.5)  # exponential: μ^(d−1)/d
-    summary = gen._theta_table_summary(rows)
+    summary = theta_table.summary(rows)
     assert {r["reading"][0] for r in summary} == {"A", "B"}
 
 
 def test_theta_table_claim_fails_when_theta_grows_in_m() -> None:
-    rows = gen._theta_table_compute({"m": THETA["m"], "d": THETA["d"]}, None)
+    rows = theta_table.compute({"m": THETA["m"], "d": THETA["d"]}, None)
     # swap the readings: reading A now holds B's numbers (θ increasing in m)
     swapped = [r | {"reading": {"A": "B", "B": "A"}[r["reading"]]} for r in rows]
-    claims = gen._theta_table_check(swapped, THETA)
+    claims = theta_table.check(swapped, THETA)
     assert not claims[0].passed
     bad = [r | {"value": r["value"] * (1.01 if r["how"] == "quadrature" else 1)} for r in rows]
-    assert not gen._theta_table_check(bad, THETA)[2].passed
+    assert not theta_table.check(bad, THETA)[2].passed
 
 
 def test_theta_exp_consistency_passes_and_fails() -> None:
-    rows = gen._theta_exp_compute({"mu": [0.5, 1.0, 2.0], "d": [2, 3]}, None)
+    rows = theta_exp.compute({"mu": [0.5, 1.0, 2.0], "d": [2, 3]}, None)
     cfg = {"mu": [0.5, 1.0, 2.0], "d": [2, 3]}
-    (c,) = gen._theta_exp_check(rows, cfg)
+    (c,) = theta_exp.check(rows, cfg)
     assert c.passed and c.kind == CONSISTENCY
     wrong = [r | {"value": r["value"] * 1.001} if r["method"] == "published" else r for r in rows]
-    assert not gen._theta_exp_check(wrong, cfg)[0].passed
+    assert not theta_exp.check(wrong, cfg)[0].passed
 
 
 def test_theta_examples_consistency_passes_and_fails() -> None:
     cfg = {"dists": ["exp", "lomax:3", "weibull:0.5"], "d": [2, 3]}
-    rows = gen._theta_examples_compute(cfg, None)
-    claims = gen._theta_examples_check(rows, cfg)
+    rows = theta_examples.compute(cfg, None)
+    claims = theta_examples.check(rows, cfg)
     assert len(claims) == 3 and all(c.passed and c.kind == CONSISTENCY for c in claims)
     wrong = [
         r | {"value": r["value"] * 1.01} if r["method"] == "published" and r["dist"] == "lomax:3"
         else r
         for r in rows
     ]  # fmt: skip
-    assert [c.passed for c in gen._theta_examples_check(wrong, cfg)] == [True, False, True]
+    assert [c.passed for c in theta_examples.check(wrong, cfg)] == [True, False, True]
     with pytest.raises(EmptyComparisonError):
-        gen._theta_examples_check([], cfg)
+        theta_examples.check([], cfg)

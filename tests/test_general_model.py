@@ -12,6 +12,7 @@ from lbrepro.core.errors import ConfigError, UnstableError
 from lbrepro.models import general as gen
 from lbrepro.models import service as svc
 from lbrepro.models import supermarket as sm
+from lbrepro.models.general import phase_type
 
 
 @pytest.mark.parametrize(
@@ -116,9 +117,11 @@ def test_level_reduction_equals_dense_solve(spec: str) -> None:
     alpha, smat = dist.ph()
     K = 30
     u = np.linspace(1, 0, K + 1) ** 2
-    rates = gen._level_rates(u, 0.8, 2)
-    dense = gen._stationary(gen._cavity_generator(rates, alpha, smat, K))
-    np.testing.assert_allclose(gen._stationary_levels(rates, alpha, smat, K), dense, atol=1e-14)
+    rates = phase_type._level_rates(u, 0.8, 2)
+    dense = phase_type._stationary(phase_type._cavity_generator(rates, alpha, smat, K))
+    np.testing.assert_allclose(
+        phase_type._stationary_levels(rates, alpha, smat, K), dense, atol=1e-14
+    )
 
 
 def test_cavity_erlang4_k80() -> None:
@@ -154,7 +157,7 @@ def test_bad_input(args, err, key) -> None:
 
 
 def test_solve_json() -> None:
-    out = gen.solve("erlang:2", 0.8, 2)
+    out = gen.solve("erlang:2", lam=0.8, d=2)
     # The truth first: the exact mean field at the top level, the published CF beneath.
     assert out["method"] == "exact mean field (cavity queue)"
     assert out["published"]["theta"] == pytest.approx(0.625)

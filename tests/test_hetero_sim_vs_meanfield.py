@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 from lbrepro.artifacts import registry
-from lbrepro.config import load_config, validate_config
+from lbrepro.config import load_config
 from lbrepro.core.errors import ConfigError, UnstableError
 from lbrepro.models import hetero as h
+from lbrepro.pipeline import validate_config
 
 SYSTEMS = {"H2": h.H2, "H3": h.H3}
 

@@ -12,22 +12,23 @@ one line on stderr and exit code 2, never a traceback.
 from __future__ import annotations
 
 import argparse
+import functools
+import importlib
 import json
 import math
 import os
+import pkgutil
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from lbrepro import __version__
 from lbrepro.core.errors import ConfigError, LbreproError, UnstableError
+from lbrepro.models.spec import RUN_OPTIONS, Model, Param
 
 EXIT_USAGE = 2
 # Above this many expected events a simulation shows a progress bar on stderr by default.
 PROGRESS_EVENTS = 2e7
-# Refuse a computation whose arrays would exceed this (estimated before allocating).
-MEMORY_LIMIT = 2 * 2**30
 
 
 class _Parser(argparse.ArgumentParser):
@@ -37,33 +38,11 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"lbrepro: error: {message}\n")
 
 
-@dataclass(frozen=True)
-class Param:
-    """A model parameter on the command line (names follow models.md)."""
-
-    name: str
-    type: Callable[[str], Any]
-    help: str
-    default: Any = None
-    required: bool = False
-
-
-@dataclass(frozen=True)
-class ModelCommands:
-    """What the CLI can do with one model (slug)."""
-
-    params: tuple[Param, ...]
-    solve: Callable[..., dict[str, Any]] | None = None
-    simulate: Callable[..., dict[str, Any]] | None = None
-    sim_params: tuple[Param, ...] = field(default_factory=tuple)
-    solve_params: tuple[Param, ...] = field(default_factory=tuple)
-
-
-def _schema_max(definition: str) -> int:
+def _schema_max(definition: str) -> float:
     """The config schema's maximum for ``definition``: the CLI and the config share limits."""
     from lbrepro.config import schema_bound
 
-    return int(schema_bound(definition))
+    return schema_bound(definition)
 
 
 def _real(text: str) -> float:
@@ -77,361 +56,84 @@ def _real(text: str) -> float:
     return value
 
 
-def _positive_real(text: str) -> float:
-    value = _real(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
-    return value
+def _integer(text: str) -> int:
+    """An integer; ``1e3`` is accepted, ``1.5`` and ``1e400`` are not."""
+    try:
+        return int(text)
+    except ValueError:
+        number = _real(text)
+        if not number.is_integer():
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        return int(number)
 
 
-def _nonnegative_real(text: str) -> float:
-    value = _real(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
-    return value
+def _number(value: float | None) -> str:
+    """A bound as the user would write it (10000000, not 1e+07)."""
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
 
 
-def _int_range(lo: int, hi: int | str) -> Callable[[str], int]:
-    """An integer in [lo, hi] (``hi`` a number or a schema ``$defs`` name); 1e3 is accepted."""
+def _argument_type(param: Param) -> Callable[[str], Any]:
+    """The argparse ``type`` of a declared parameter: parse, then check its bounds."""
 
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            number = _real(text)
-            if not number.is_integer():
-                raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-            value = int(number)
-        top = _schema_max(hi) if isinstance(hi, str) else hi
-        if not lo <= value <= top:
-            raise argparse.ArgumentTypeError(f"must be between {lo} and {top}, got {text!r}")
+    def parse(text: str) -> Any:
+        if param.kind == "real":
+            value: Any = _real(text)
+        elif param.kind == "integer":
+            value = _integer(text)
+        else:
+            value = text
+        if param.parse is not None:
+            try:
+                value = param.parse(value)
+            except ValueError as err:
+                raise argparse.ArgumentTypeError(str(err)) from None
+        if param.kind in ("real", "integer"):
+            lo = param.minimum
+            hi = _schema_max(param.maximum) if isinstance(param.maximum, str) else param.maximum
+            low_ok = lo is None or (value > lo if param.exclusive_minimum else value >= lo)
+            if hi is not None and (not low_ok or value > hi):
+                raise argparse.ArgumentTypeError(
+                    f"must be between {_number(lo)} and {_number(hi)}, got {text!r}"
+                )
+            if not low_ok:
+                op = ">" if param.exclusive_minimum else ">="
+                raise argparse.ArgumentTypeError(f"must be {op} {_number(lo)}, got {text!r}")
         return value
 
-    parse.__name__ = "integer"
+    parse.__name__ = {"real": "number", "integer": "integer"}.get(param.kind, "value")
     return parse
 
 
-_positive_int = _int_range(1, "servers")
-_servers = _int_range(1, "servers")
-_seed = _int_range(0, 2**63 - 1)
-_batches = _int_range(2, 10**6)
+@functools.cache
+def models() -> dict[str, Model]:
+    """Every model that declares ``MODEL`` in a module of ``lbrepro.models`` (discovered)."""
+    import lbrepro.models as package
+
+    found: dict[str, Model] = {}
+    for info in pkgutil.iter_modules(package.__path__):
+        if info.name in ("spec",) or info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        model = getattr(module, "MODEL", None)
+        if isinstance(model, Model):
+            found[model.name] = model
+    return dict(sorted(found.items()))
 
 
-def _solve_supermarket(lam: float, d: int, mu: float) -> dict[str, Any]:
-    from lbrepro.models import supermarket
-
-    return supermarket.solve(lam, d, mu)
-
-
-def _simulate_supermarket(
-    lam: float,
-    d: int,
-    mu: float,
-    N: int,
-    horizon: float,
-    warmup: float,
-    seed: int,
-    batches: int,
-    replace: bool,
-    progress: bool,
-    start: str | None,
-) -> dict[str, Any]:
-    from lbrepro.models import supermarket
-
-    result = supermarket.simulate(
-        lam=lam,
-        d=d,
-        mu=mu,
-        N=N,
-        horizon=horizon,
-        warmup=warmup,
-        seed=seed,
-        batches=batches,
-        replace=replace,
-        progress=progress,
-        start=start or "fixed_point",
-    )
-    return {
-        "model": "supermarket",
-        "params": {"lam": lam, "d": d, "mu": mu, "start": start or "fixed_point"},
-    } | result.to_dict()
-
-
-def _d_family(text: str) -> int | str:
-    """A fixed d (integer) or a d(N) family name, as in the config."""
-    return int(text) if text.lstrip("+-").isdigit() else text
-
-
-def _solve_universality(lam: float, d: int | str) -> dict[str, Any]:
-    from lbrepro.models import universality
-
-    return universality.solve(lam, d)
-
-
-def _simulate_universality(
-    lam: float,
-    d: int | str,
-    N: int,
-    horizon: float,
-    warmup: float,
-    seed: int,
-    batches: int,
-    replace: bool,
-    progress: bool,
-    start: str | None,
-) -> dict[str, Any]:
-    # The universality paper samples d(N) servers without replacement (d = N is JSQ), so
-    # --no-replace is implied here and `replace` is not used.
-    from lbrepro.models import universality
-
-    d_value = universality.d_of_N(d, N)
-    result = universality.simulate(
-        lam=lam,
-        N=N,
-        d=d_value,
-        horizon=horizon,
-        warmup=warmup,
-        seed=seed,
-        batches=batches,
-        progress=progress,
-        start=start or "fixed_point",
-    )
-    return {
-        "model": "universality",
-        "params": {"lam": lam, "d": d, "d_value": d_value, "start": start or "fixed_point"},
-    } | result.to_dict()
-
-
-HETERO_PARAMS = (
-    Param("lam", _real, "arrival rate per server (capacity is mu*sum(gamma*C))", required=True),
-    Param("gamma", str, "fractions of servers per type, comma-separated (sum 1)", required=True),
-    Param("C", str, "capacity of each type, comma-separated, distinct", required=True),
-    Param("d", str, "servers sampled per type, comma-separated", required=True),
-    Param("mu", _real, "service rate per unit capacity", default=1.0),
-    Param(
-        "policy",
-        str,
-        "scheme1 (default), scheme2, sqd (whole system), typed (static split, then SQ(d_j)), "
-        "random (proportional to capacity)",
-    ),
-    Param("scheme", str, "1 or 2: shorthand for --policy scheme1|scheme2"),
-    Param("d_pool", _positive_int, "sqd: servers sampled from the whole pool"),
-    Param("split", str, "typed: routing probabilities per type, comma-separated"),
-    Param("lam_hat", _real, "typed: use the split optimised for this assumed load"),
-)
-
-
-def _solve_hetero(**kwargs: Any) -> dict[str, Any]:
-    from lbrepro.models import hetero
-
-    return hetero.solve(**kwargs)
-
-
-def _simulate_hetero(
-    N: int,
-    horizon: float,
-    warmup: float,
-    seed: int,
-    batches: int,
-    replace: bool,
-    progress: bool,
-    start: str | None,
-    **kwargs: Any,
-) -> dict[str, Any]:
-    from lbrepro.models import hetero
-
-    if not replace:
-        raise LbreproError("replace: the heterogeneous kernel samples with replacement only")
-    return hetero.simulate_summary(
-        **kwargs,
-        N=N,
-        horizon=horizon,
-        warmup=warmup,
-        seed=seed,
-        batches=batches,
-        progress=progress,
-        start=start or "fixed_point",
-    )
-
-
-SIM_PARAMS = (
-    Param("N", _servers, "number of servers", required=True),
-    Param("horizon", _positive_real, "simulated time (mean service times)", required=True),
-    Param("warmup", _nonnegative_real, "initial time discarded", default=None),
-    Param("seed", _seed, "seed of the random stream", default=1),
-    Param("batches", _batches, "batches for the batch-means CI", default=20),
-)
-
-MODELS: dict[str, ModelCommands] = {
-    "supermarket": ModelCommands(
-        params=(
-            Param("lam", _real, "arrival rate per server", required=True),
-            Param("d", _positive_int, "servers sampled per job", required=True),
-            Param("mu", _real, "service rate", default=1.0),
-        ),
-        solve=_solve_supermarket,
-        simulate=_simulate_supermarket,
-        sim_params=SIM_PARAMS,
-    ),
-}
-MODELS["universality"] = ModelCommands(
-    params=(
-        Param("lam", _real, "arrival rate per server (λ(N)/N)", required=True),
-        Param(
-            "d",
-            _d_family,
-            "servers sampled (without replacement): an integer, or logN, "
-            "sqrtN, sqrtNlogN, sqrtNlog2N, N (solve: an integer, or N for the JSQ limit)",
-            required=True,
-        ),
-    ),
-    solve=_solve_universality,
-    simulate=_simulate_universality,
-    sim_params=SIM_PARAMS,
-)
-
-
-def _solve_whittle(**kwargs: Any) -> dict[str, Any]:
-    from lbrepro.models import whittle_policies
-
-    return whittle_policies.cli_solve(**kwargs)
-
-
-def _simulate_whittle(
-    replace: bool, progress: bool, start: str | None, **kwargs: Any
-) -> dict[str, Any]:
-    from lbrepro.models import whittle_policies
-
-    if not replace or start is not None:
-        raise LbreproError("--no-replace and --start do not apply to the slotted whittle model")
-    return whittle_policies.cli_simulate(**kwargs)
-
-
-def _solve_general(dist: str, lam: float, d: int) -> dict[str, Any]:
-    from lbrepro.models import general
-
-    return general.solve(dist, lam, d)
-
-
-def _simulate_general(
-    dist: str,
-    lam: float,
-    d: int,
-    N: int,
-    horizon: float,
-    warmup: float,
-    seed: int,
-    batches: int,
-    replace: bool,
-    progress: bool,
-    start: str | None,
-) -> dict[str, Any]:
-    from lbrepro.models import general
-
-    if not replace:
-        raise LbreproError("replace: the general-service kernel samples with replacement only")
-    if start not in (None, "empty"):
-        raise LbreproError("start: the general-service simulation starts empty")
-    return general.simulate_cli(dist, lam, d, N, horizon, warmup, seed, batches)
-
-
-def _solve_affinity(lam: float, mu2: float, mu1: float, d1: int) -> dict[str, Any]:
-    from lbrepro.models import affinity
-
-    return affinity.cli_solve(lam, mu2, mu1, d1)
-
-
-def _simulate_affinity(
-    lam: float,
-    mu2: float,
-    mu1: float,
-    d1: int,
-    N: int,
-    horizon: float,
-    warmup: float,
-    seed: int,
-    batches: int,
-    replace: bool,
-    progress: bool,
-    start: str | None,
-) -> dict[str, Any]:
-    from lbrepro.models import affinity
-
-    if not replace:
-        raise LbreproError("replace: the d1 primary servers are always distinct already")
-    return affinity.cli_simulate(
-        lam, mu2, mu1, d1, N, horizon, warmup, seed, batches, True, progress, start or "fixed_point"
-    )
-
-
-MODELS["affinity"] = ModelCommands(
-    params=(
-        Param("lam", _real, "arrival rate per server (< mu1)", required=True),
-        Param("mu2", _real, "type-II service rate (< mu1)", default=0.5),
-        Param("mu1", _real, "type-I service rate", default=1.0),
-        Param("d1", _positive_int, "primary servers per type-I job", required=True),
-    ),
-    solve=_solve_affinity,
-    simulate=_simulate_affinity,
-    sim_params=SIM_PARAMS,
-)
-MODELS["whittle"] = ModelCommands(
-    params=(
-        Param("p", _real, "arrival probability per slot", required=True),
-        Param("q", str, "service capacities, comma-separated (one per server)", required=True),
-        Param("d", str, "LPS levels, comma-separated; inf for processor sharing", required=True),
-        Param("cost", str, "linear or meanvar", default="linear"),
-        Param("beta", _real, "mean–variance weight β", default=0.0),
-        Param(
-            "B",
-            _int_range(2, "buffer"),
-            "starting buffer per server (grown to 1e-6 mass)",
-            default=20,
-        ),
-    ),
-    solve=_solve_whittle,
-    simulate=_simulate_whittle,
-    sim_params=(
-        Param("policy", str, "whittle, jsq, jsew, rsa or optimal", default="whittle"),
-        Param("horizon", _positive_real, "simulated slots", required=True),
-        Param(
-            "warmup", _nonnegative_real, "slots discarded first (default: a tenth of the horizon)"
-        ),
-        Param("seed", _seed, "seed of the random stream", default=1),
-        Param("batches", _batches, "batches for the batch-means CI", default=20),
-    ),
-    solve_params=(
-        Param("nmax", _int_range(1, "nmax"), "largest state whose index is printed", default=20),
-    ),
-)
-MODELS["general"] = ModelCommands(
-    params=(
-        Param(
-            "dist",
-            str,
-            "service distribution, scaled to mean 1: exp, erlang:m, hyperexp:scv, "
-            "coxian:r1,..,c1,.., det, weibull:k, lomax:alpha, lognormal:sigma",
-            default="exp",
-        ),
-        Param("lam", _real, "arrival rate per server (= ρ)", required=True),
-        Param("d", _positive_int, "servers sampled per job", required=True),
-    ),
-    solve=_solve_general,
-    simulate=_simulate_general,
-    sim_params=SIM_PARAMS,
-)
-MODELS["hetero"] = ModelCommands(
-    params=HETERO_PARAMS,
-    solve=_solve_hetero,
-    simulate=_simulate_hetero,
-    sim_params=SIM_PARAMS,
-)
-
-
-def _add_params(parser: argparse.ArgumentParser, params: Sequence[Param]) -> None:
-    for p in params:
+def _add_params(parser: argparse.ArgumentParser, model: Model, command: str) -> None:
+    """One flag per declared parameter; required unless the function gives a default."""
+    defaults = model.defaults(command)
+    for p in model.params_for(command):
+        required = p.name not in defaults
+        default = defaults.get(p.name)
+        shown = "" if required or default is None else f" (default: {default})"
         parser.add_argument(
-            f"--{p.name}", type=p.type, default=p.default, required=p.required, help=p.help
+            f"--{p.name}",
+            type=_argument_type(p),
+            choices=p.choices or None,
+            default=default,
+            required=required,
+            help=p.help + shown,
         )
 
 
@@ -449,39 +151,31 @@ def build_parser() -> argparse.ArgumentParser:
 
     for command in ("solve", "simulate"):
         p_cmd = sub.add_parser(command, help=f"{command} one model, print JSON")
-        models = p_cmd.add_subparsers(
+        subparsers = p_cmd.add_subparsers(
             dest="model", required=True, parser_class=_Parser, metavar="MODEL"
         )
-        for slug, spec in MODELS.items():
-            if getattr(spec, command) is None:
+        for name, model in models().items():
+            if getattr(model, command) is None:
                 continue
-            p_model = models.add_parser(slug, help=f"{command} the {slug} model")
-            _add_params(p_model, spec.params)
-            if command == "solve":
-                _add_params(p_model, spec.solve_params)
-            if command == "simulate":
-                _add_params(p_model, spec.sim_params)
+            p_model = subparsers.add_parser(name, help=f"{command} {model.help}")
+            _add_params(p_model, model, command)
+            if command != "simulate":
+                continue
+            if model.takes(command, "replace"):
                 p_model.add_argument(
                     "--no-replace",
                     dest="replace",
                     action="store_false",
                     help="sample the d servers without replacement",
                 )
-                p_model.add_argument(
-                    "--start",
-                    choices=("fixed_point", "empty", "type2"),
-                    default=None,
-                    help="initial state: the mean-field fixed point rounded to N servers "
-                    "(default where the model has one), empty, or (affinity) one type-II job "
-                    "at every server",
-                )
-                p_model.add_argument(
-                    "--max-events",
-                    type=float,
-                    default=None,
-                    help="refuse a run expected to take more events than this "
-                    "(default 1e10, see lbrepro.sim.runlength)",
-                )
+            p_model.add_argument(
+                "--max-events",
+                type=float,
+                default=None,
+                help="refuse a run expected to take more events than this "
+                "(default 1e10, see lbrepro.sim.runlength)",
+            )
+            if model.takes(command, "progress"):
                 p_model.add_argument(
                     "--progress",
                     choices=("auto", "on", "off"),
@@ -507,7 +201,8 @@ def _list(as_json: bool) -> None:
 
 
 def _validate(paths: Sequence[str]) -> None:
-    from lbrepro.config import CONFIG_PATH, load_config, validate_config
+    from lbrepro.config import CONFIG_PATH, load_config
+    from lbrepro.pipeline import validate_config
 
     if not paths:
         # The config of the checkout in the working directory, else of this source checkout.
@@ -521,59 +216,37 @@ def _validate(paths: Sequence[str]) -> None:
     print(json.dumps({"valid": True, "files": list(paths)}))
 
 
-def _levels(rho: float, d: int, tol: float) -> float:
-    """Levels k until the mean-field tail ρ^((d^k−1)/(d−1)) falls below ``tol`` (an estimate)."""
-    if not 0 < rho < 1:
-        return 0.0  # refused by the model with its own message
-    if d == 1:
-        return math.log(tol) / math.log(rho)
-    # Doubly exponential: a few levels, e_k = (d^k − 1)/(d − 1) ≥ log(tol)/log(ρ) for small k.
-    return math.log1p((d - 1) * math.log(tol) / math.log(rho)) / math.log(d) + 1
-
-
-def _check_memory(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
-    """Estimate the arrays a run would allocate and refuse one beyond MEMORY_LIMIT, before
-    allocating anything (``solve supermarket --lam 0.999999999 --d 1`` wanted 274 GiB)."""
-    if args.model != "supermarket":
-        return  # N, nmax and B are bounded by the schema's limits at parse time
-    from lbrepro.models import supermarket
-
-    rho = kwargs["lam"] / kwargs["mu"] if kwargs["mu"] > 0 else 0.0
-    if args.command == "solve":
-        levels = _levels(rho, kwargs["d"], 1e-16)
-        what, limit = "the mean-field tail to fall below 1e-16", supermarket.K_MAX
-    else:
-        levels = _levels(rho, kwargs["d"], 0.1 / kwargs["N"])
-        what, limit = "the initial state (the fixed point rounded to N servers)", math.inf
-    nbytes = 8.0 * levels
-    if levels > limit or nbytes > MEMORY_LIMIT:
-        bound = f"{limit} levels" if levels > limit else f"{MEMORY_LIMIT / 2**30:g} GiB"
-        raise ConfigError(
-            "lam",
-            f"load {rho:.10g} with d = {kwargs['d']}: {what} needs about {levels:.3g} levels "
-            f"(~{nbytes / 2**30:.3g} GiB), beyond {bound}; lower --lam or raise --d",
-        )
-
-
 def _run_model(args: argparse.Namespace) -> dict[str, Any]:
-    spec = MODELS[args.model]
-    names = [p.name for p in spec.params]
-    kwargs = {n: getattr(args, n) for n in names}
-    _check_memory(args, kwargs | {"N": getattr(args, "N", None)})
+    """Call the model's function with the parsed flags; the JSON the command prints."""
+    model = models()[args.model]
+    params = model.params_for(args.command)
+    kwargs = {p.name: getattr(args, p.name) for p in params}
+    if args.command == "simulate" and model.takes("simulate", "replace"):
+        kwargs["replace"] = args.replace
+    if model.check is not None:
+        model.check(args.command, kwargs)
+    echo = {k: v for k, v in kwargs.items() if k not in RUN_OPTIONS}
     if args.command == "solve":
-        return spec.solve(**kwargs, **{p.name: getattr(args, p.name) for p in spec.solve_params})
-    kwargs |= {p.name: getattr(args, p.name) for p in spec.sim_params}
-    if kwargs["warmup"] is None:
-        kwargs["warmup"] = 0.1 * kwargs["horizon"]
-    elif kwargs["warmup"] >= kwargs["horizon"]:
-        raise ConfigError("warmup", f"must be shorter than --horizon = {kwargs['horizon']:g}")
-    # Events ≈ arrivals + departures (slots for the slotted whittle model).
-    expected_events = 2.0 * kwargs.get("lam", 0.5) * kwargs.get("N", 1) * kwargs["horizon"]
-    progress = {"on": True, "off": False}.get(args.progress, expected_events >= PROGRESS_EVENTS)
-    from lbrepro.sim.runlength import event_budget
+        result = model.solve(**kwargs)
+    else:
+        if model.takes("simulate", "progress"):
+            # Events ≈ arrivals + departures (slots for a slotted model).
+            events = 2.0 * kwargs.get(model.load, 0.5) * kwargs.get("N", 1) * kwargs["horizon"]
+            progress = {"on": True, "off": False}.get(args.progress, events >= PROGRESS_EVENTS)
+            kwargs["progress"] = progress
+        from lbrepro.sim.runlength import event_budget
 
-    with event_budget(args.max_events):
-        return spec.simulate(**kwargs, replace=args.replace, progress=progress, start=args.start)
+        with event_budget(args.max_events):
+            result = model.simulate(**kwargs)
+    return {"model": model.name, "params": echo} | _as_json(result)
+
+
+def _as_json(result: Any) -> dict[str, Any]:
+    """A model's result as a JSON-ready mapping (``to_json()``, ``to_dict()`` or a mapping)."""
+    for method in ("to_json", "to_dict"):
+        if hasattr(result, method):
+            return getattr(result, method)()
+    return dict(result)
 
 
 def _json_safe(value: Any) -> Any:
@@ -592,14 +265,13 @@ def _message(err: Exception, args: argparse.Namespace) -> str:
     text = str(err)
     if getattr(args, "model", None) is None:
         return text  # list / validate: config keys, already named
-    spec = MODELS[args.model]
-    flags = {p.name for p in (*spec.params, *spec.sim_params, *spec.solve_params)}
+    model = models()[args.model]
+    flags = {p.name for p in model.params}
     key = getattr(err, "key", None)
     if isinstance(err, ConfigError) and key in flags:
         return f"--{key}: {text.removeprefix(f'{key}: ')}"
     if isinstance(err, UnstableError):
-        load = "p" if args.model == "whittle" else "lam"
-        return f"--{load}: {text.removeprefix(f'{load}: ')}"
+        return f"--{model.load}: {text.removeprefix(f'{model.load}: ')}"
     return text
 
 

@@ -21,7 +21,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import yaml
 
 from lbrepro.core.errors import ConfigError
@@ -93,8 +92,8 @@ def _dotted(path: Any) -> str:
     return key or "<config>"
 
 
-def _schema_error(error: jsonschema.ValidationError) -> ConfigError:
-    """Turn a jsonschema error into a ConfigError that names the offending key itself."""
+def _schema_error(error: Any) -> ConfigError:
+    """Turn a jsonschema ValidationError into a ConfigError that names the offending key."""
     path = list(error.absolute_path)
     if error.validator == "additionalProperties" and isinstance(error.instance, Mapping):
         allowed = set(error.schema.get("properties", {}))
@@ -114,50 +113,68 @@ def _schema_error(error: jsonschema.ValidationError) -> ConfigError:
 
 
 def load_schema(schema_path: str | Path = SCHEMA_PATH) -> dict[str, Any]:
-    """Read the JSON schema (written in YAML)."""
+    """Read the base JSON schema (written in YAML): seed, simulation and the shared ``$defs``."""
     with open(schema_path, encoding="utf-8") as fh:
         return yaml.safe_load(fh)
 
 
+def assemble_schema(
+    sections: Mapping[str, Any], defs: Mapping[str, Any], schema_path: str | Path = SCHEMA_PATH
+) -> dict[str, Any]:
+    """The base schema with the papers' config sections and ``$defs`` merged in."""
+    schema = load_schema(schema_path)
+    for key, value in defs.items():
+        if key in schema["$defs"]:
+            raise ValueError(f"$defs {key!r} is declared by the base schema and a paper")
+        schema["$defs"][key] = value
+    for key, value in sections.items():
+        if key in schema["properties"]:
+            raise ValueError(f"config section {key!r} is declared twice")
+        schema["properties"][key] = value
+    return schema
+
+
 @functools.lru_cache(maxsize=8)
-def _validator(schema_path: str) -> jsonschema.Draft202012Validator:
-    """The schema's validator, read once per process (the CLI and the tests call it often)."""
-    return jsonschema.Draft202012Validator(load_schema(schema_path))
+def _validator(schema_json: str) -> Any:
+    """The schema's validator, built once per schema (the CLI and the tests call it often).
+
+    jsonschema is imported here, not at the top: a compute job never validates, and its
+    import costs every one of the pipeline's hundreds of jobs.
+    """
+    import jsonschema
+
+    return jsonschema.Draft202012Validator(json.loads(schema_json))
 
 
 def schema_bound(definition: str, bound: str = "maximum") -> Any:
-    """A bound of one ``$defs`` entry of the schema: the CLI enforces the config's limits.
+    """A bound of one ``$defs`` entry of the base schema: the CLI enforces the config's limits.
 
     >>> schema_bound("servers")
     10000000
     """
-    return _validator(str(SCHEMA_PATH)).schema["$defs"][definition][bound]
+    return _base_schema()["$defs"][definition][bound]
 
 
-def validate_config(
-    config: Mapping[str, Any], schema_path: str | Path = SCHEMA_PATH
-) -> Mapping[str, Any]:
-    """Check ``config`` against the schema, then each artifact's semantic checks.
+@functools.lru_cache(maxsize=1)
+def _base_schema() -> dict[str, Any]:
+    """The base schema, read once."""
+    return load_schema()
+
+
+def validate_schema(config: Mapping[str, Any], schema: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Check ``config`` for NaN/inf and against ``schema``; the first problem names its key.
 
     Raises
     ------
     ConfigError
         For the first problem found, its message starting with the dotted key.
     """
-    from lbrepro.artifacts import registry  # the registry imports models; keep config light
-
     check_finite(config)
-    validator = _validator(str(schema_path))
+    validator = _validator(json.dumps(schema, sort_keys=True))
     errors = sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
         # The most specific error is the most useful one: prefer the deepest path.
         raise _schema_error(max(errors, key=lambda e: len(e.absolute_path)))
-    from lbrepro.pipeline import points
-
-    for artifact in registry.all_artifacts():
-        if artifact.id in config:
-            artifact.validate(config[artifact.id])
-            points(config, artifact.id)  # unique, file-name-safe point ids
     return config
 
 

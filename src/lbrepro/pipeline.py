@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from lbrepro.artifacts import registry
+from lbrepro.config import assemble_schema, validate_schema
 from lbrepro.core.claims import write_checks
 from lbrepro.core.errors import ConfigError
 from lbrepro.core.ids import check_point_ids
@@ -23,6 +24,28 @@ from lbrepro.core.rng import stream
 from lbrepro.sim.runlength import event_budget
 
 log = logging.getLogger("lbrepro")
+
+
+def config_schema() -> dict[str, Any]:
+    """The whole config schema: the base schema plus every paper package's sections."""
+    sections, defs = registry.config_schema_sections()
+    return assemble_schema(sections, defs)
+
+
+def validate_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Check ``config`` against the whole schema, then each artifact's semantic checks.
+
+    Raises
+    ------
+    ConfigError
+        For the first problem found, its message starting with the dotted key.
+    """
+    validate_schema(config, config_schema())
+    for artifact in registry.all_artifacts():
+        if artifact.id in config:
+            artifact.validate(config[artifact.id])
+            points(config, artifact.id)  # unique, file-name-safe point ids
+    return config
 
 
 def artifact_config(config: Mapping[str, Any], artifact_id: str) -> dict[str, Any]:

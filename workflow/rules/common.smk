@@ -6,6 +6,7 @@ import sys
 
 from lbrepro.artifacts.registry import (
     CHECKS,
+    papers,
     FIGURE_PNG,
     FIGURE_SVG,
     POINT,
@@ -14,14 +15,13 @@ from lbrepro.artifacts.registry import (
     enabled,
     get as get_artifact,
 )
-from lbrepro.config import validate_config
 from lbrepro.core.runlock import clear_stale_locks, forget_run, record_run
 from snakemake_interface_executor_plugins.settings import ExecMode
 from lbrepro.core.errors import ConfigError
-from lbrepro.pipeline import point_params, points
+from lbrepro.pipeline import point_params, points, validate_config
 
 try:
-    validate_config(config)  # with the schema shipped in the package (lbrepro/schemas)
+    validate_config(config)  # base schema (lbrepro/schemas) + each paper's schema.yaml
 except ConfigError as err:
     # One clear line naming the key, before any job runs (no traceback).
     sys.exit(f"invalid configuration: {err}")
@@ -74,6 +74,22 @@ def params_of_point(wildcards):
         "seed": config["seed"],
         **point_params(config, wildcards.artifact, wildcards.point),
     }
+
+
+def paper_title(wildcards):
+    """The report category of an artifact's outputs: its paper's title."""
+    return papers()[wildcards.slug].title
+
+
+def report_labels(what):
+    """The labels of an output in Snakemake's report: which artifact, what it shows, which file."""
+
+    def labels(wildcards):
+        """The artifact's id and title, and which of its files this is."""
+        artifact = get_artifact(wildcards.artifact)
+        return {"artifact": artifact.id, "title": artifact.title, "file": what}
+
+    return labels
 
 
 def report_inputs(wildcards):

@@ -1,4 +1,4 @@
-"""Service-time distributions for the supermarket model with general service (models.md §C).
+"""Service-time distributions for the supermarket model with general service (docs/models.md §C).
 
 One small family of objects: each distribution knows its survival function Ḡ(x), its first
 two moments, a NumPy sampler, a phase-type representation (α, S) where one exists, and a

@@ -1,4 +1,4 @@
-"""The supermarket model JSQ(d) (models.md §S): the single home of its equations.
+"""The supermarket model JSQ(d) (docs/models.md §S): the single home of its equations.
 
 N exponential servers (rate μ), Poisson arrivals at rate λN, each job joins the least loaded
 of d servers sampled with replacement. ``u_k`` = fraction of servers with at least k jobs
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -30,9 +31,12 @@ import numpy as np
 import scipy.sparse
 from scipy.integrate import solve_ivp
 
+from lbrepro.core.args import float_arg
 from lbrepro.core.equilibrium import solve_truncated
 from lbrepro.core.errors import ConfigError, ConvergenceError, UnstableError
+from lbrepro.meanfield.closed_forms import doubly_exponential_until
 from lbrepro.meanfield.population import PopulationModel
+from lbrepro.models.spec import MEMORY_LIMIT, RUN_PARAMS, Model, Param, Summary
 from lbrepro.sim.occupancy import (
     OccupancySimResult,
     counts_from_tail,
@@ -140,21 +144,12 @@ def fixed_point_closed_form(
 ) -> np.ndarray:
     """Closed-form fixed point ``u_k = ρ^{(d^k−1)/(d−1)}`` (d = 1: ``ρ^k``), k = 0..K.
 
-    K is the first level with ``u_K < tol``. The exponent ``e_k = (d^k−1)/(d−1)`` obeys
-    ``e_k = d·e_{k−1} + 1``; it is kept as an exact integer and the loop stops as soon as
-    ``e_k·log ρ < log tol``, so ``d^k`` never overflows a float.
+    K is the first level with ``u_K < tol`` (see :mod:`lbrepro.meanfield.closed_forms`).
     """
     lam, d, mu = _validate(lam, d, mu)
     if not 0 < tol < 1:
         raise ConfigError("tol", f"must be in (0, 1), got {tol!r}")
-    log_rho, log_tol = math.log(lam / mu), math.log(tol)
-    if d == 1:
-        K = math.floor(log_tol / log_rho) + 1  # first k with k·log ρ < log tol
-        return np.exp(np.arange(K + 1) * log_rho)
-    exps = [0]
-    while exps[-1] * log_rho >= log_tol:
-        exps.append(d * exps[-1] + 1)
-    return np.exp(np.array(exps, dtype=float) * log_rho)
+    return doubly_exponential_until(lam / mu, d, tol)
 
 
 def mean_jobs(u: Any) -> float:
@@ -363,7 +358,7 @@ def ode(lam: float, d: int, mu: float, u0: Any, t_eval: Any) -> np.ndarray:
     return sol.y.T
 
 
-def solve(lam: float, d: int, mu: float = 1.0) -> dict[str, Any]:
+def solve(lam: float, d: int, mu: float = 1.0) -> Summary:
     """JSON-ready summary for ``lbrepro solve supermarket``: closed form, MF and RMF."""
     lam, d, mu = _validate(lam, d, mu)
     u = fixed_point_closed_form(lam, d, mu)
@@ -371,27 +366,27 @@ def solve(lam: float, d: int, mu: float = 1.0) -> dict[str, Any]:
     n = max(u.size, rr.u.size)
     diff = float(np.max(np.abs(np.pad(u, (0, n - u.size)) - np.pad(rr.u, (0, n - rr.u.size)))))
     fp_residual = float(np.max(np.abs(drift(rr.u[1:], lam, d, mu))))
-    return {
-        "model": "supermarket",
-        "params": {"lam": lam, "d": d, "mu": mu},
-        "method": "cf+mf+rmf",
-        "u": [float(v) for v in u],
-        "mean_jobs": mean_jobs(u),
-        "mean_sojourn": mean_sojourn(u, lam),
-        "fixed_points": [
-            {
-                "u": [float(v) for v in rr.u],
-                "K": rr.K,
-                "residual": fp_residual,
-                "max_abs_diff_closed_form": diff,
-            }
-        ],
-        "refined": {
-            "V": [float(v) for v in rr.V],
-            "u_coefficient_note": "E[u_k]_N ≈ u_k + V_k/N",
-            "mean_jobs_coefficient": rr.mean_jobs_coefficient,
-        },
-    }
+    return Summary(
+        {
+            "method": "cf+mf+rmf",
+            "u": [float(v) for v in u],
+            "mean_jobs": mean_jobs(u),
+            "mean_sojourn": mean_sojourn(u, lam),
+            "fixed_points": [
+                {
+                    "u": [float(v) for v in rr.u],
+                    "K": rr.K,
+                    "residual": fp_residual,
+                    "max_abs_diff_closed_form": diff,
+                }
+            ],
+            "refined": {
+                "V": [float(v) for v in rr.V],
+                "u_coefficient_note": "E[u_k]_N ≈ u_k + V_k/N",
+                "mean_jobs_coefficient": rr.mean_jobs_coefficient,
+            },
+        }
+    )
 
 
 def initial_counts(
@@ -419,8 +414,8 @@ def simulate(
     d: int,
     N: int,
     horizon: float,
-    warmup: float,
-    seed: np.random.SeedSequence | int,
+    warmup: float | None = None,
+    seed: np.random.SeedSequence | int = 1,
     mu: float = 1.0,
     batches: int = 20,
     replace: bool = True,
@@ -430,10 +425,13 @@ def simulate(
     """Simulate the supermarket model with N servers (thin call into the occupancy kernel).
 
     ``start`` is ``"fixed_point"`` (N occupancies drawn from the mean-field fixed point; see
-    :func:`initial_counts`) or ``"empty"``. The configured warm-up is discarded either way,
-    more if MSER-5 finds a longer transient (see :mod:`lbrepro.sim.runlength`).
+    :func:`initial_counts`) or ``"empty"``. The warm-up (default: a tenth of the horizon) is
+    discarded either way, more if MSER-5 finds a longer transient (see
+    :mod:`lbrepro.sim.runlength`).
     """
     lam, d, mu = _validate(lam, d, mu)
+    if warmup is None:
+        warmup = 0.1 * float_arg("horizon", horizon)
     if isinstance(N, bool) or not isinstance(N, numbers.Integral) or N < 1:
         raise ConfigError("N", f"number of servers must be an integer >= 1, got {N!r}")
     if start not in ("fixed_point", "empty"):
@@ -452,3 +450,58 @@ def simulate(
         progress=progress,
         initial=initial,
     )
+
+
+def _levels(rho: float, d: int, tol: float) -> float:
+    """Levels k until the mean-field tail ρ^((d^k−1)/(d−1)) falls below ``tol`` (an estimate)."""
+    if not 0 < rho < 1:
+        return 0.0  # refused by the model with its own message
+    if d == 1:
+        return math.log(tol) / math.log(rho)
+    # Doubly exponential: a few levels, e_k = (d^k − 1)/(d − 1) ≥ log(tol)/log(ρ) for small k.
+    return math.log1p((d - 1) * math.log(tol) / math.log(rho)) / math.log(d) + 1
+
+
+def check_memory(command: str, args: Mapping[str, Any]) -> None:
+    """Refuse a run whose arrays would exceed MEMORY_LIMIT, before allocating anything.
+
+    ``solve supermarket --lam 0.999999999 --d 1`` would want ~274 GiB of mean-field levels.
+    """
+    mu = args.get("mu", 1.0)
+    rho = args["lam"] / mu if mu > 0 else 0.0
+    if command == "solve":
+        levels = _levels(rho, args["d"], 1e-16)
+        what, limit = "the mean-field tail to fall below 1e-16", K_MAX
+    else:
+        levels = _levels(rho, args["d"], 0.1 / args["N"])
+        what, limit = "the initial state (the fixed point rounded to N servers)", math.inf
+    nbytes = 8.0 * levels
+    if levels > limit or nbytes > MEMORY_LIMIT:
+        bound = f"{limit} levels" if levels > limit else f"{MEMORY_LIMIT / 2**30:g} GiB"
+        raise ConfigError(
+            "lam",
+            f"load {rho:.10g} with d = {args['d']}: {what} needs about {levels:.3g} levels "
+            f"(~{nbytes / 2**30:.3g} GiB), beyond {bound}; lower --lam or raise --d",
+        )
+
+
+MODEL = Model(
+    name="supermarket",
+    help="the supermarket model: JSQ(d) with exponential service",
+    params=(
+        Param("lam", "real", "arrival rate per server"),
+        Param("d", "integer", "servers sampled per job", minimum=1, maximum="servers"),
+        Param("mu", "real", "service rate"),
+        *RUN_PARAMS,
+        Param(
+            "start",
+            "choice",
+            "initial state: the mean-field fixed point sampled for N servers, or empty",
+            choices=("fixed_point", "empty"),
+            commands=("simulate",),
+        ),
+    ),
+    solve=solve,
+    simulate=simulate,
+    check=check_memory,
+)

@@ -1,4 +1,4 @@
-"""Event-driven simulation of the FCFS supermarket model with general service (models.md §C).
+"""Event-driven simulation of the FCFS supermarket model with general service (docs/models.md §C).
 
 N FCFS servers, Poisson arrivals of rate λN, each job joins the shortest of d servers sampled
 uniformly with replacement (ties uniformly among the tied draws, reservoir sampling), service

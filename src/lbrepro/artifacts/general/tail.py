@@ -1,0 +1,296 @@
+"""general-tail: log10 u_k against k at ρ = 0.7, d = 2 for light and heavy tails; the
+Bramson–Lu–Prabhakar threshold β = d/(d − 1) decides doubly exponential against power law."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from lbrepro.artifacts.general.comparisons import model_ref, sim_estimates, table_ref
+from lbrepro.artifacts.general.config_checks import (
+    check_dists,
+    check_loads,
+    check_simulation,
+    point_id_fragment,
+)
+from lbrepro.artifacts.general.point_runs import PH_NOTE, main_rows, point_rows
+from lbrepro.artifacts.registry import Artifact, Rows
+from lbrepro.core.claims import Claim, consistency, make_claim
+from lbrepro.core.ids import add_point
+from lbrepro.core.io import select
+from lbrepro.core.stats import Estimate
+from lbrepro.core.tail_verdicts import (
+    geometric_control,
+    neighbour_load,
+    resolution,
+    tail_levels,
+    tail_shape,
+)
+from lbrepro.core.verdicts import EmptyComparisonError, estimate, within
+from lbrepro.models import service
+from lbrepro.plotting.style import METHOD_STYLE, color, new_figure
+
+
+def validate(cfg: Mapping[str, Any]) -> None:
+    """The load, distributions and run length, each refused with its key."""
+    check_loads("general-tail.rho", [cfg["rho"]])
+    check_dists("general-tail.dists", cfg["dists"])
+    check_simulation("general-tail", cfg)
+
+
+def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """One point per distribution, all at the same load and d."""
+    keep = ("rho", "d", "N", "horizon", "warmup", "batches", "kmax")
+    out: dict[str, dict[str, Any]] = {}
+    for spec in cfg["dists"]:
+        params = {"dist": spec} | {k: cfg[k] for k in keep}
+        add_point(out, point_id_fragment(spec), params, "dists")
+    return out
+
+
+def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
+    """Published, mean-field (PH) and simulated u_k of one distribution (no limit run)."""
+    return point_rows(p, seed)
+
+
+def power_tail_index(dist: service.ServiceDist) -> float:
+    """β with Ḡ(x) ~ x^−β (inf for lighter-than-power-law tails)."""
+    return dist.params["alpha"] if dist.family == "lomax" else math.inf
+
+
+def simulated_tail(rows: Rows, spec: str, rho: float, d: int) -> tuple[dict[int, Estimate], int]:
+    """The main run's simulated u_k of one distribution as estimates, and its N."""
+    sel = select(main_rows(rows), method="sim", quantity="u", dist=spec, rho=rho, d=d)
+    if not sel:
+        raise EmptyComparisonError(f"general-tail: no simulated u_k for {spec}")
+    return {int(r["k"]): estimate(r) for r in sel}, int(sel[0]["N"])
+
+
+def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
+    """Per distribution: doubly exponential decay, the published rate, equilibrium, Π_2, Π_3."""
+    rho, d = cfg["rho"], cfg["d"]
+    beta_star = d / (d - 1) if d > 1 else math.inf
+    claims: list[Claim] = []
+    for spec in cfg["dists"]:
+        dist = service.parse(spec)
+        beta = power_tail_index(dist)
+        u, N = simulated_tail(rows, spec, rho, d)
+        theory = "doubly exponential" if beta > beta_star else "power law"
+        longest = select(rows, method="path", quantity="max_queue", dist=spec, rho=rho, d=d)
+        deepest = int(longest[0]["value"]) if longest else max(u)
+        blp = (
+            f"Bramson–Lu–Prabhakar: Ḡ ~ x^−{beta:g}, β {'>' if beta > beta_star else '<'} "
+            f"d/(d−1) = {beta_star:g} ⇒ {theory}"
+            if math.isfinite(beta)
+            else "light-tailed service: doubly exponential expected"
+        )
+        claims.append(
+            make_claim(
+                "“Doubly exponential even for heavy tails” (the paper: for every service law "
+                "of finite mean): "
+                f"{dist.label}, d = {d}, ρ = {rho:g} — simulated u_k decay doubly "
+                f"exponentially — log(−log u_k) rises significantly faster than for a geometric "
+                f"tail (N = {N})",
+                tail_shape(u, d, N, base=False),
+                control=(
+                    f"the geometric tail ρ^k (d = 1) at ρ = {rho:g}, with the claim's relative CI",
+                    tail_shape(geometric_control(rho, u, N), d, N, base=False),
+                ),
+                details=f"{blp}; longest queue seen: {deepest} jobs",
+            )
+        )
+        geo = geometric_control(rho, u, N)
+        claims.append(
+            make_claim(
+                f"{dist.label}, d = {d}, ρ = {rho:g}: the published Π_k's rate — log(−log u_k) "
+                f"rises with slope log d = {math.log(d):.3f}, as Π_k = ρ^((d^k−1)/(d−1))·"
+                f"θ^((d^(k−1)−1)/(d−1)) predicts for every service law (simulation, N = {N})",
+                tail_shape(u, d, N),
+                control=(
+                    f"the geometric tail ρ^k (d = 1) at ρ = {rho:g}, with the claim's relative CI",
+                    tail_shape(geo, d, N),
+                ),
+                details=f"{blp}; the doubly exponential regime of a power-law tail need not "
+                "have base d",
+            )
+        )
+        # Work conservation: u_1 = ρ in equilibrium whatever the policy, so this cannot fail
+        # in a stationary run; a failure flags a warm-up too short for the service tail (heavy
+        # tails relax like ∫_t^∞ Ḡ, i.e. t^{1−β}).
+        claims.append(
+            consistency(
+                f"{dist.label}: the simulation is in equilibrium — time-average busy fraction "
+                "u_1 equals ρ (work conservation)",
+                within([u[1]], [rho], allowance=resolution(N, measured_time(rows, spec))),
+            )
+        )
+        est, allow = sim_estimates(rows, spec, rho, d, [("u", 2), ("u", 3)], limit=False)
+        refs = [table_ref(rows, "cf", spec, rho, d, ("u", k)) for k in (2, 3)]
+        alt = model_ref("cf", spec, neighbour_load(rho), d, [("u", 2), ("u", 3)])
+        labels = ["u_2", "u_3"]
+        claims.append(
+            make_claim(
+                f"{dist.label}, d = {d}, ρ = {rho:g}: finite-N finding — at N = {N} the "
+                "simulated u_2, u_3 lie within their CI of the published Π_2, Π_3",
+                within(est, refs, allowance=allow, labels=labels),
+                control=(
+                    f"the published Π_2, Π_3 at the neighbouring load {neighbour_load(rho):g}",
+                    within(est, alt, allowance=allow, labels=labels),
+                ),
+                source="lbrepro",
+                details="the N → ∞ test of the published form is general-audit's",
+            )
+        )
+    return claims
+
+
+def measured_time(rows: Rows, spec: str) -> float:
+    """The time the main run of one distribution averaged over (after its warm-up)."""
+    sel = select(main_rows(rows), method="sim", quantity="u", dist=spec)
+    return float(sel[0]["measured_time"])
+
+
+def plot(rows: Rows, cfg: Mapping[str, Any]):
+    """log10 u_k against k (left) and log(−log u_k) with the slope-log-d guide (right)."""
+    rows = main_rows(rows)
+    rho, d = cfg["rho"], cfg["d"]
+    fig, axes = new_figure(1, 2, width=9.0, height=3.8)
+    ax, ax_ll = axes[0]
+    beta_star = d / (d - 1) if d > 1 else math.inf
+    for i, spec in enumerate(cfg["dists"]):
+        c = color(i)
+        dist = service.parse(spec)
+        key = {"dist": spec, "rho": rho, "d": d}
+        sim = sorted(select(rows, method="sim", quantity="u", **key), key=lambda r: r["k"])
+        cf = sorted(select(rows, method="cf", quantity="u", **key), key=lambda r: r["k"])
+        tag = dist.label
+        if dist.family == "lomax":
+            tag += " (β > d/(d−1))" if power_tail_index(dist) > beta_star else " (β < d/(d−1))"
+        pos = [r for r in sim if r["value"] > 0 and r["k"] >= 1]
+        ax.errorbar(
+            [r["k"] for r in pos],
+            [math.log10(r["value"]) for r in pos],
+            color=c,
+            **METHOD_STYLE["sim"] | {"label": tag},
+            ms=3,
+        )
+        cfp = [r for r in cf if r["value"] > 1e-12 and r["k"] >= 1]
+        ax.plot(
+            [r["k"] for r in cfp],
+            [math.log10(r["value"]) for r in cfp],
+            color=c,
+            **METHOD_STYLE["cf"] | {"label": None},
+            lw=0.9,
+        )
+        mf = [r for r in select(rows, method="mf", quantity="u", **key) if r["value"] > 1e-12]
+        if mf:
+            mf = sorted(mf, key=lambda r: r["k"])
+            ax.plot(
+                [r["k"] for r in mf if r["k"] >= 1],
+                [math.log10(r["value"]) for r in mf if r["k"] >= 1],
+                color=c,
+                **METHOD_STYLE["mf"] | {"label": None},
+                lw=0.9,
+            )
+        ll = [(r["k"], math.log(-math.log(r["value"]))) for r in pos if r["value"] < 1]
+        if ll:
+            ax_ll.plot(*zip(*ll, strict=True), color=c, marker="o", ms=3, lw=0.8, label=tag)
+    # The guide stops a little above the highest plotted point so it does not squash the data.
+    top = max((y for line in ax_ll.get_lines() for y in line.get_ydata()), default=3.0) + 1.0
+    ks = np.arange(1, cfg["kmax"] + 1)
+    guide = math.log(-math.log(rho)) + (ks - 1) * math.log(d)
+    ax_ll.plot(
+        ks[guide <= top],
+        guide[guide <= top],
+        color="0.4",
+        ls="--",
+        lw=0.8,
+        label="slope log d (doubly exponential)",
+    )
+    ax.set(
+        xlabel="k (jobs)",
+        ylabel="log10 u_k",
+        ylim=(-7, 0.2),
+        title=f"Tail fractions, d = {d}, ρ = {rho:g}, N = {cfg['N']}",
+    )
+    ax_ll.set(
+        xlabel="k (jobs)",
+        ylabel="log(−log u_k)",
+        title=f"log(−log u_k); BLP threshold β* = d/(d−1) = {beta_star:g}",
+    )
+    ax.plot([], [], color="k", **METHOD_STYLE["cf"] | {"label": "published Π_k"})
+    ax.plot([], [], color="k", **METHOD_STYLE["mf"] | {"label": "exact mean field (PH)"})
+    ax.legend(fontsize=7, loc="upper right")
+    ax_ll.legend(fontsize=7, loc="upper left")
+    return fig
+
+
+def summary(rows: Rows) -> Rows:
+    """Per distribution: u_1, u_2 and u_4 against Π_k, the fitted slope, the longest queue."""
+    rows = main_rows(rows)
+    out: Rows = []
+    for s in select(rows, method="path", quantity="max_queue"):
+        key = {"dist": s["dist"], "rho": s["rho"], "d": s["d"]}
+        u_est, N = simulated_tail(rows, s["dist"], s["rho"], s["d"])
+        shape = (
+            tail_shape(u_est, s["d"], N, base=False) if len(tail_levels(u_est, N)) >= 2 else None
+        )
+        u = {r["k"]: r for r in select(rows, method="sim", quantity="u", **key)}
+        cf = {r["k"]: r["value"] for r in select(rows, method="cf", quantity="u", **key)}
+        out.append(
+            {
+                "service": s["label"],
+                "sim u_1 (= ρ in equilibrium)": f"{u[1]['value']:.4f}",
+                "sim u_2": f"{u[2]['value']:.4g}",
+                "published Π_2": f"{cf[2]:.4g}",
+                "sim u_4": f"{u[4]['value']:.3g}" if 4 in u else "—",
+                "published Π_4": f"{cf.get(4, 0.0):.3g}",
+                "log(−log u_k) slope": "—" if shape is None else f"{shape.measured:.3f}",
+                "largest queue": int(s["value"]),
+                "events": f"{s['events']:.3g}",
+            }
+        )
+    return out
+
+
+ARTIFACT = Artifact(
+    id="general-tail",
+    slug="general",
+    kind="figure",
+    title="Queue-length tails for light and heavy service tails",
+    caption=(
+        "log10 u_k against k with d = 2 at ρ = 0.7: simulation of N FCFS servers (markers) "
+        "against the published Π_k (solid) and, for phase-type service, the exact mean "
+        "field (dashed). Right: log(−log u_k), which grows with slope log d when the decay is "
+        "doubly exponential and flattens for a power law. Bramson, Lu & Prabhakar (2013): "
+        "for Ḡ(x) ~ x^−β the tail is doubly exponential iff β > d/(d − 1) = 2."
+    ),
+    methods=("CF", "MF", "SIM"),
+    points=points,
+    compute=compute,
+    check=check,
+    plot=plot,
+    summary=summary,
+    validate=validate,
+    reconstructions=(
+        "Heavy-tailed service (Lomax α = 1.5 has infinite variance) makes batch means "
+        "correlated over long stretches: the horizon is set long (see config) and the CI "
+        "comes from batch means over it.",
+        "Doubly exponential verdict (ours): the slope of log(−log u_k), fitted by weighted "
+        "least squares over the deepest 3 levels held by ≥ 10 servers on average, must "
+        "have its 95% interval wholly above the slope a geometric tail ρ^k has at the same "
+        "levels (log k against k). The control applies the same statistic to the "
+        "geometric tail ρ^k at the same load with the claim's relative CI. The published "
+        "Π_k's own rate, slope → log d, is a separate claim (the same fit's 95% interval "
+        "must also reach log d): Bramson, Lu & Prabhakar's doubly exponential regime for "
+        "power-law tails need not have base d.",
+        "Runs start empty. With Ḡ(x) ~ x^−β the busy fraction relaxes to ρ only like "
+        "t^(1−β) (t^−0.5 for Lomax α = 1.5), so a check that the simulated u_1 equals ρ is "
+        "reported for every distribution as an equilibrium diagnostic (a consistency check: "
+        "work conservation).",
+        PH_NOTE,
+    ),
+)
