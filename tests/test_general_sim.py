@@ -132,3 +132,15 @@ def test_simulate_cli_json() -> None:
     assert len(out["ci"]["u"]) == len(out["u"])
     low, high = out["ci"]["mean_sojourn"]
     assert low <= out["mean_sojourn"] <= high
+
+
+def test_simulator_takes_the_sampling_encoding_and_refuses_other_objects() -> None:
+    dist = svc.parse("erlang:2")
+    kw = {"lam": 0.6, "d": 2, "N": 20, "horizon": 200.0, "warmup": 10.0, "seed": 4}
+    a = simulate_general(dist=dist, **kw)
+    b = simulate_general(dist=dist.sampling, **kw)
+    np.testing.assert_array_equal(a.u, b.u)
+    assert dist.sampling.code == dist.code and dist.sampling.label == dist.label
+    with pytest.raises(ConfigError) as err:
+        simulate_general(dist="erlang:2", **kw)
+    assert err.value.key == "dist"

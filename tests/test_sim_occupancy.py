@@ -457,3 +457,27 @@ def test_bad_arguments_raise_config_error_naming_them(override, key):
 def test_d_larger_than_n_is_fine_with_replacement():
     r = small_run(N=3, d=5, replace=True)
     assert r.d == 5 and r.u[0][1] == pytest.approx(0.8, abs=0.2)
+
+
+@pytest.mark.parametrize("replace", [True, False])
+def test_one_type_fast_path_follows_the_general_loop(replace):
+    # Chaos accumulators draw no random number but route one-type runs through the general
+    # event loop: the fast path must give the same path, hence the same numbers, bit for bit.
+    kw = {"lam": 0.9, "N": 30, "d": 3, "horizon": 400.0, "warmup": 20.0, "seed": 4}
+    fast = simulate_occupancy(replace=replace, **kw)
+    general = simulate_occupancy(replace=replace, chaos=True, **kw)
+    assert fast.events_total == general.events_total
+    assert np.array_equal(fast.u[0], general.u[0]) and fast.p_wait == general.p_wait
+
+
+@pytest.mark.parametrize("top", [3, 16, 17, 40, 300])
+def test_level_search_finds_the_last_level_meeting_the_threshold(top):
+    # Both branches (counting over few levels, galloping over many) against a plain scan.
+    rng = np.random.default_rng(top)
+    for _ in range(200):
+        row = np.sort(rng.integers(1, 1000, size=top + 1))[::-1].copy()
+        row = np.append(row, 0)
+        lo = int(rng.integers(0, 2))
+        threshold = float(rng.uniform(0.5, row[lo]))
+        expected = max(k for k in range(lo, top + 2) if row[k] >= threshold)
+        assert occupancy_kernel.last_level_at_least(row, threshold, lo, top) == expected

@@ -78,10 +78,7 @@ from lbrepro.sim.occupancy_routing import (
     POLICIES,
     check_stability,
     policy_code,
-    priority_order,
     routing_parameters,
-    scheme2_weights,
-    server_counts,
     server_types,
 )
 from lbrepro.sim.occupancy_start import (
@@ -110,13 +107,6 @@ _MAX_N = 2**32 - 1
 
 # The kernel entry point, looked up at every micro-batch so a test can wrap or interrupt it.
 _run = run_kernel
-
-# The former private names of helpers that now live in their own modules, for callers not
-# yet moved to the public ones (tests/test_sim_hetero_policies.py, artifacts/hetero.py).
-_batch_covariances = batch_covariances
-_priority_order = priority_order
-_scheme2_weights = scheme2_weights
-_server_counts = server_counts
 
 
 def simulate_occupancy(
