@@ -9,6 +9,10 @@ min_version("9.0")
 configfile: "config/config.yaml"
 
 
+# The front page of `snakemake --report report/snakemake.html`.
+report: "workflow/report/workflow.rst"
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/compute.smk"
 include: "workflow/rules/artifacts.smk"
@@ -16,6 +20,6 @@ include: "workflow/rules/report.smk"
 
 
 rule all:
+    default_target: True
     input:
         REPORT,
-    default_target: True

@@ -94,6 +94,7 @@ def jsq_two_queues(lam: float, cap: int = 80) -> float:
 
 
 def cases() -> list[dict[str, Any]]:
+    """The coverage cases: systems with exactly known means and their run lengths."""
     rmf = supermarket.refined(0.8, 2)
     return [
         # horizon: the configured run; the method may discard more warm-up and double it.
@@ -113,6 +114,7 @@ def cases() -> list[dict[str, Any]]:
 
 
 def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score interval of a proportion k/n (the coverage's own uncertainty)."""
     p = k / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
@@ -120,6 +122,7 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
 
 
 def run_case(c: dict[str, Any], reps: int) -> dict[str, Any]:
+    """Replicate one case and measure how often its interval covers the exact value."""
     hits, half, warm, batches, conv, horizon, values = [], [], [], [], [], [], []
     start = time.process_time()
     for r in range(reps):
@@ -166,6 +169,7 @@ def run_case(c: dict[str, Any], reps: int) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run every case, print the coverage table and write the record."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--reps", type=int, default=200, help="replications per case (>= 200)")
     ap.add_argument("--case", action="append", help="run only these cases")

@@ -4,6 +4,7 @@ Usage, from the repository root with the virtual environment active::
 
     python bench/bench_hetero.py              # default: about 2e7 events per run, 3 repeats
     python bench/bench_hetero.py --quick      # 1/10 of the work, 1 repeat
+    python bench/bench_hetero.py --stability  # CPU time of each hetero-stability bisection job
 
 Workload H3 (spec §A): γ = (0.5, 0.3, 0.2), C = (1, 2, 4), d = (2, 2, 2), load
 ρ = λ / (μ Σ γ_j C_j) = 0.9, N = 1000, under Scheme 1 and Scheme 2 (also with the
@@ -14,6 +15,10 @@ events, and the report gives the median events per second (warm-up included, com
 excluded) and the ratio to the reference — a ratio, because shared machines are noisy. The
 issue's target is a ratio >= 0.7. Everything is printed and written to
 ``bench/results_hetero.json``.
+
+``--stability`` instead times ``compute`` of every mean-field bisection point of
+hetero-stability in ``config/config.yaml`` (one job each in the pipeline) and prints the CPU
+and wall seconds per job with the boundaries found.
 """
 
 from __future__ import annotations
@@ -30,6 +35,10 @@ from typing import Any
 import numba
 import numpy as np
 
+from lbrepro import pipeline
+from lbrepro.artifacts import registry
+from lbrepro.config import load_config
+from lbrepro.core.rng import stream
 from lbrepro.sim.occupancy import simulate_occupancy
 
 BENCH = Path(__file__).resolve().parent
@@ -74,12 +83,35 @@ def run(case: str, events: float) -> dict[str, Any]:
     }
 
 
+def stability_jobs() -> int:
+    """CPU and wall time of each hetero-stability bisection job of the default config."""
+    config = load_config(BENCH.parent / "config" / "config.yaml")
+    artifact = registry.get("hetero-stability")
+    for point, params in pipeline.points(config, artifact.id).items():
+        if "ratios" not in params:
+            continue  # a simulation job, not a bisection
+        wall, cpu = time.perf_counter(), time.process_time()
+        rows = artifact.compute(params, stream(int(config["seed"]), artifact.id, point))
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        found = [
+            f"{r['policy']}@{r['ratio']:g}={r['value']:.6f}" for r in rows if r["method"] == "mf"
+        ]
+        print(f"{point}: cpu {cpu:.1f} s, wall {wall:.1f} s; {' '.join(found)}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Time every case (repeats, median) and write bench/results_hetero.json."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--events", type=float, default=2.0e7, help="events per run")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="1/10 of the work, 1 repeat")
+    parser.add_argument(
+        "--stability", action="store_true", help="time the hetero-stability bisection jobs"
+    )
     args = parser.parse_args(argv)
+    if args.stability:
+        return stability_jobs()
     if args.quick:
         args.events /= 10
         args.repeats = 1

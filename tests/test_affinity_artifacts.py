@@ -5,8 +5,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import pytest
 
-from lbrepro.artifacts import affinity  # noqa: F401  (registers the artifacts)
-from lbrepro.artifacts.registry import ARTIFACTS
+from lbrepro.artifacts import registry
 from lbrepro.core.errors import ConfigError, UnstableError
 from lbrepro.core.rng import stream
 
@@ -55,7 +54,7 @@ MUST_PASS = {
 
 def _run(aid: str):
     cfg = {"batches": 8, "replace": True} | SMALL[aid]
-    art = ARTIFACTS[aid]
+    art = registry.get(aid)
     art.validate(cfg)
     rows = []
     for pid, p in art.points(cfg).items():
@@ -68,6 +67,7 @@ def _run(aid: str):
     return rows, claims
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("aid", sorted(SMALL))
 def test_artifact_runs(aid):
     rows, claims = _run(aid)
@@ -80,6 +80,7 @@ def test_artifact_runs(aid):
         assert c.kind == "consistency" or c.control is not None, c.claim
 
 
+@pytest.mark.slow
 def test_published_numbers_are_checked_not_hard_coded():
     _, claims = _run("affinity-table1")
     table = next(c for c in claims if c.claim.startswith("Table 1"))
@@ -87,16 +88,17 @@ def test_published_numbers_are_checked_not_hard_coded():
 
 
 def test_validate_names_the_key():
-    art = ARTIFACTS["affinity-basin"]
+    art = registry.get("affinity-basin")
     with pytest.raises(ConfigError, match=r"^affinity-basin\.mu2"):
         art.validate(SMALL["affinity-basin"] | {"mu2": 1.5})
     with pytest.raises((ConfigError, UnstableError), match="lam"):
         art.validate(SMALL["affinity-basin"] | {"lam": 1.0})
-    art = ARTIFACTS["affinity-tunneling"]
+    art = registry.get("affinity-tunneling")
     with pytest.raises(ConfigError, match=r"^affinity-tunneling\.d1"):
         art.validate(SMALL["affinity-tunneling"] | {"N": [20]})
 
 
+@pytest.mark.slow
 def test_tables_round_trip_and_follow_the_contract(tmp_path):
     from lbrepro.core.io import read_table, write_table
 
@@ -108,7 +110,7 @@ def test_tables_round_trip_and_follow_the_contract(tmp_path):
         path = tmp_path / f"{aid}.csv"
         write_table(rows, path)
         back = read_table(path)
-        art = ARTIFACTS[aid]
+        art = registry.get(aid)
         cfg = {"batches": 8, "replace": True} | SMALL[aid]
         again = art.check(back, cfg)
         assert [c.passed for c in again] == [c.passed for c in claims]
@@ -117,6 +119,6 @@ def test_tables_round_trip_and_follow_the_contract(tmp_path):
 
 
 def test_sim_vs_fluid_validate_checks_every_case():
-    art = ARTIFACTS["affinity-sim-vs-fluid"]
+    art = registry.get("affinity-sim-vs-fluid")
     with pytest.raises(ConfigError, match=r"^affinity-sim-vs-fluid\.cases\[1\]\[0\]"):
         art.validate(SMALL["affinity-sim-vs-fluid"] | {"N": 20})

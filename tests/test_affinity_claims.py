@@ -8,7 +8,19 @@ from fractions import Fraction
 
 import pytest
 
-from lbrepro.artifacts import affinity as aff
+from lbrepro.artifacts.affinity import (
+    basin,
+    bifurcation,
+    dstar,
+    fluid_trajectories,
+    performance,
+    queue_length,
+    sim_vs_fluid,
+    stepfunctions,
+    table1,
+    tunneling,
+    waiting,
+)
 from lbrepro.core.claims import CONSISTENCY, REPRODUCED
 from lbrepro.models import affinity as model
 
@@ -64,14 +76,14 @@ def table1_rows(N=50, ks=range(1, 6)):
 
 
 def test_table1_holds():
-    assert_holds(aff._table1_check(table1_rows(), {"N": 50}))
+    assert_holds(table1.check(table1_rows(), {"N": 50}))
 
 
 def test_table1_fails_on_a_wrong_row_and_a_wrong_shortcut():
     rows = table1_rows()
     rows[2]["value"] = 35  # k = 3: the published value is 34
     rows[3]["dominates_everywhere"] = False
-    claims = aff._table1_check(rows, {"N": 50})
+    claims = table1.check(rows, {"N": 50})
     assert failed(claims, "Table 1")
     assert failed(claims, "Concavity shortcut")
 
@@ -96,13 +108,13 @@ def steps_rows(N=50, k=3, ds=(25, 33, 34), relabel=None):
 
 
 def test_stepfunctions_hold():
-    assert_holds(aff._steps_check(steps_rows(), {"N": 50, "k": 3, "d": [25, 34]}))
+    assert_holds(stepfunctions.check(steps_rows(), {"N": 50, "k": 3, "d": [25, 34]}))
 
 
 def test_stepfunctions_fail_when_the_functions_are_swapped():
     # d = 34 carries d = 33's step function (below f_ref somewhere), d = 25 carries d = 34's.
     rows = steps_rows(relabel={34: 33, 25: 34})
-    claims = aff._steps_check(rows, {"N": 50, "k": 3, "d": [25, 34]})
+    claims = stepfunctions.check(rows, {"N": 50, "k": 3, "d": [25, 34]})
     assert failed(claims, "d = 34 ≥ 34")
     assert failed(claims, "d = 25 < 34")
     assert Fraction(rows[0]["exact"]) == 0
@@ -124,11 +136,11 @@ DSTAR_CFG = {"lam": [0.4, 0.8, 0.9], "mu2": [0.5]}
 
 
 def test_dstar_holds():
-    assert_holds(aff._dstar_check(dstar_rows(), DSTAR_CFG))
+    assert_holds(dstar.check(dstar_rows(), DSTAR_CFG))
 
 
 def test_dstar_fails():
-    claims = aff._dstar_check(dstar_rows(values=(30, 2, 1), confirms=False), DSTAR_CFG)
+    claims = dstar.check(dstar_rows(values=(30, 2, 1), confirms=False), DSTAR_CFG)
     assert failed(claims, "λ = 0.8, μ2 = 0.5")
     assert failed(claims, "dense grid search")
     assert failed(claims, "increases with λ")
@@ -150,11 +162,15 @@ BI_CFG = {"lam": 0.8, "d1": 25, "tol": 1e-3}
 
 def test_trajectories_hold_and_fail():
     good = [limit("queueing", 1e-6, n) for n in range(10)]
-    assert_holds(aff._traj_check(good, TRAJ_CFG, want_unique=True))
+    assert_holds(fluid_trajectories.check_trajectories(good, TRAJ_CFG, want_unique=True))
     bad = [*good[:-1], limit("queueing", 0.05, 9)]  # one trajectory did not converge
-    assert failed(aff._traj_check(bad, TRAJ_CFG, want_unique=True), "converge")
+    assert failed(
+        fluid_trajectories.check_trajectories(bad, TRAJ_CFG, want_unique=True), "converge"
+    )
     other = [*good[:-1], limit("no-queueing", 1e-6, 9)]  # not the unique attractor
-    assert failed(aff._traj_check(other, TRAJ_CFG, want_unique=True), "converge")
+    assert failed(
+        fluid_trajectories.check_trajectories(other, TRAJ_CFG, want_unique=True), "converge"
+    )
 
 
 def bistable_rows(n_queueing, n_total=120, distance=1e-8):
@@ -166,15 +182,19 @@ def bistable_rows(n_queueing, n_total=120, distance=1e-8):
 
 
 def test_bistability_holds():
-    assert_holds(aff._traj_check(bistable_rows(85), BI_CFG, want_unique=False))
+    assert_holds(
+        fluid_trajectories.check_trajectories(bistable_rows(85), BI_CFG, want_unique=False)
+    )
 
 
 def test_bistability_fails_without_a_queueing_majority_or_convergence():
-    claims = aff._traj_check(bistable_rows(55), BI_CFG, want_unique=False)
+    claims = fluid_trajectories.check_trajectories(bistable_rows(55), BI_CFG, want_unique=False)
     assert failed(claims, "most trajectories")
-    claims = aff._traj_check(bistable_rows(120), BI_CFG, want_unique=False)
+    claims = fluid_trajectories.check_trajectories(bistable_rows(120), BI_CFG, want_unique=False)
     assert failed(claims, "most trajectories")  # all of them: the other point is never reached
-    claims = aff._traj_check(bistable_rows(85, distance=0.01), BI_CFG, want_unique=False)
+    claims = fluid_trajectories.check_trajectories(
+        bistable_rows(85, distance=0.01), BI_CFG, want_unique=False
+    )
     assert failed(claims, "converge to one of the two")
 
 
@@ -210,26 +230,26 @@ def svf_rows(offset_c=0.0, at_lam=0.8, half=5e-4, N=2000):
 
 
 def test_sim_vs_fluid_holds():
-    assert_holds(aff._svf_check(svf_rows(), SVF_CFG))
+    assert_holds(sim_vs_fluid.check(svf_rows(), SVF_CFG))
 
 
 def test_sim_vs_fluid_offset_of_order_one_over_n_is_a_finite_n_finding_only():
-    claims = aff._svf_check(svf_rows(offset_c=4.0), SVF_CFG)  # 0.002 at N = 2000, CI 5e-4
+    claims = sim_vs_fluid.check(svf_rows(offset_c=4.0), SVF_CFG)  # 0.002 at N = 2000, CI 5e-4
     assert all(c.passed for c in claims if "extrapolated to N → ∞" in c.claim)
     assert failed(claims, "Finite-N (N = 2000), d1 = 3, start empty")
 
 
 def test_sim_vs_fluid_fails_at_the_wrong_load():
-    claims = aff._svf_check(svf_rows(at_lam=0.79), SVF_CFG)
+    claims = sim_vs_fluid.check(svf_rows(at_lam=0.79), SVF_CFG)
     assert failed(claims, "settles at the queueing fixed point")
     assert failed(claims, "immediate-switch fraction of arrivals")
 
 
 def test_fig5_and_switch_fraction_controls_fail():
-    claims = aff._svf_check(svf_rows(), SVF_CFG)
+    claims = sim_vs_fluid.check(svf_rows(), SVF_CFG)
     fig5 = next(c for c in claims if c.claim.startswith("Fig. 5"))
     assert fig5.passed and not fig5.control["passed"]
-    assert not aff._fig5_verdict(0.79).passed
+    assert not sim_vs_fluid._fig5_verdict(0.79).passed
 
 
 # ---------------------------------------------------------------------------------------
@@ -271,11 +291,11 @@ def ql_rows(cm_factor=1.1, var_factor=1.9, at_shift=0.0):
 
 
 def test_queue_length_holds():
-    assert_holds(aff._ql_check(ql_rows(), PERF_CFG))
+    assert_holds(queue_length.check(ql_rows(), PERF_CFG))
 
 
 def test_queue_length_fails():
-    claims = aff._ql_check(ql_rows(cm_factor=0.9, var_factor=1.0, at_shift=0.02), PERF_CFG)
+    claims = queue_length.check(ql_rows(cm_factor=0.9, var_factor=1.0, at_shift=0.02), PERF_CFG)
     assert failed(claims, "slightly more waiting jobs")
     assert failed(claims, "almost twice")
     assert failed(claims, "extrapolated to N → ∞")
@@ -286,10 +306,10 @@ def test_queue_length_real_formulas_keep_the_variance_claim_not_reproduced():
     rows = []
     for lam in LAMS:
         perf = model.performance(lam, 0.5, 1.0, 3)
-        for key in aff.PERF_KEYS:
+        for key in performance.PERF_KEYS:
             policy, quantity = key.split("_", 1)
             rows.append(cf(policy, quantity, lam, perf[key]))
-    claims = aff._ql_check(rows + perf_sim_rows(("wait_jobs", "wait_var")), PERF_CFG)
+    claims = queue_length.check(rows + perf_sim_rows(("wait_jobs", "wait_var")), PERF_CFG)
     assert next(c for c in claims if "slightly more" in c.claim).passed
     assert failed(claims, "almost twice")
 
@@ -309,11 +329,11 @@ def wt_rows(wi_factor=0.3, wii_factor=2.0, at_shift=0.0):
 
 
 def test_waiting_holds():
-    assert_holds(aff._wt_check(wt_rows(), PERF_CFG))
+    assert_holds(waiting.check(wt_rows(), PERF_CFG))
 
 
 def test_waiting_fails():
-    claims = aff._wt_check(wt_rows(wi_factor=0.7, wii_factor=5.0, at_shift=0.02), PERF_CFG)
+    claims = waiting.check(wt_rows(wi_factor=0.7, wii_factor=5.0, at_shift=0.02), PERF_CFG)
     assert failed(claims, "Type-II jobs wait fairly long")
     assert failed(claims, "Type-I jobs wait significantly less")
     assert failed(claims, "wait_time_I: the simulation extrapolated")
@@ -329,7 +349,7 @@ def test_waiting_small_type_i_wait_needs_its_ci_not_an_absolute_tolerance():
     for q, val in (("wait_time_I", 2 * v), ("wait_time_II", 0.5), ("wait_time", 0.336)):
         for n in (1000, 500):
             rows.append(sim(val, 0.01 * val, n, policy="cm", quantity=q, lam=0.6, d1=3))
-    claims = aff._wt_check(rows, PERF_CFG)
+    claims = waiting.check(rows, PERF_CFG)
     assert failed(claims, "wait_time_I: the simulation extrapolated")
     assert failed(claims, "simulated wait_time_I within")
 
@@ -357,12 +377,12 @@ BASIN_CFG = {"lam": 0.8, "d1": 25, "tol": 1e-3}
 
 
 def test_basin_holds():
-    assert_holds(aff._basin_check(basin_rows(), BASIN_CFG))
+    assert_holds(basin.check(basin_rows(), BASIN_CFG))
 
 
 def test_basin_fails():
-    assert failed(aff._basin_check(basin_rows(two=False), BASIN_CFG), "both basins")
-    assert failed(aff._basin_check(basin_rows(separated=False), BASIN_CFG), "not converging")
+    assert failed(basin.check(basin_rows(two=False), BASIN_CFG), "both basins")
+    assert failed(basin.check(basin_rows(separated=False), BASIN_CFG), "not converging")
 
 
 # ---------------------------------------------------------------------------------------
@@ -386,11 +406,11 @@ BIF_CFG = {"lam": 0.8, "d1": 25, "d1_max": 30}
 
 
 def test_bifurcation_holds():
-    assert_holds(aff._bif_check(bif_rows(), BIF_CFG))
+    assert_holds(bifurcation.check(bif_rows(), BIF_CFG))
 
 
 def test_bifurcation_fails():
-    claims = aff._bif_check(bif_rows(break_at=25), BIF_CFG)
+    claims = bifurcation.check(bif_rows(break_at=25), BIF_CFG)
     assert failed(claims, "three for d1 ≥ d1*")
     assert failed(claims, "d1 = 25: two locally stable")
 
@@ -422,11 +442,11 @@ def tun_rows(grow=True, switches=40):
 
 
 def test_tunneling_holds():
-    assert_holds(aff._tun_check(tun_rows(), TUN_CFG))
+    assert_holds(tunneling.check(tun_rows(), TUN_CFG))
 
 
 def test_tunneling_fails_when_residences_shrink_or_nothing_switches():
-    claims = aff._tun_check(tun_rows(grow=False, switches=1), TUN_CFG)
+    claims = tunneling.check(tun_rows(grow=False, switches=1), TUN_CFG)
     assert failed(claims, "no-queueing state increases with N (d1/N")
     assert failed(claims, "queueing state increases with N (d1/N")
     assert failed(claims, "mean residence near the queueing")
@@ -437,20 +457,21 @@ def test_tunneling_judges_only_small_d1_over_n():
     rows = tun_rows()
     # An exit time at N = 100 (d1/N = 0.25 > 0.2) that breaks the trend is not part of the claim.
     rows.append(sim(9e4, 10, 100, batches=12, quantity="exit_time", censored=0, reps=12, cap=1e5))
-    claim = next(c for c in aff._tun_check(rows, TUN_CFG) if "no-queueing state" in c.claim)
+    claim = next(c for c in tunneling.check(rows, TUN_CFG) if "no-queueing state" in c.claim)
     assert claim.passed and "100:" not in claim.details
 
 
 def test_tunneling_without_two_usable_n_fails_not_passes():
     rows = [r for r in tun_rows() if r["quantity"] != "exit_time" or r["N"] == 150]
-    claim = next(c for c in aff._tun_check(rows, TUN_CFG) if "no-queueing state" in c.claim)
+    claim = next(c for c in tunneling.check(rows, TUN_CFG) if "no-queueing state" in c.claim)
     assert not claim.passed
 
 
 @pytest.mark.parametrize(
-    "check",
-    ["_table1_check", "_steps_check", "_dstar_check", "_traj_check", "_svf_check",
-     "_basin_check", "_bif_check", "_ql_check", "_wt_check", "_tun_check"],
+    ("module", "check"),
+    [(table1, "check"), (stepfunctions, "check"), (dstar, "check"),
+     (fluid_trajectories, "check_trajectories"), (sim_vs_fluid, "check"), (basin, "check"),
+     (bifurcation, "check"), (queue_length, "check"), (waiting, "check"), (tunneling, "check")],
 )  # fmt: skip
-def test_every_check_function_is_covered(check):
-    assert callable(getattr(aff, check))
+def test_every_check_function_is_covered(module, check):
+    assert callable(getattr(module, check))

@@ -10,6 +10,8 @@ import pytest
 
 from lbrepro.core.errors import ConfigError, UnstableError
 from lbrepro.models import affinity as m
+from lbrepro.models.affinity.fluid import _field
+from lbrepro.models.affinity.jacobians import fluid_drift
 
 
 def test_table1_published_and_exact():
@@ -56,11 +58,43 @@ def test_fixed_points_are_zeros_of_the_field(lam, mu2, d1):
         assert np.abs(f).max() < 1e-9, p.kind
         if p.kind == "no-queueing":
             assert m.no_queueing_balance(p.u, lam, mu2, 1.0, d1) == pytest.approx(0, abs=1e-12)
-            # analytic 2x2 eigenvalues appear in the numerical Jacobian of the full field
+            # analytic 2x2 eigenvalues appear in the exact Jacobian of the full field
             num = np.linalg.eigvals(m.interior_jacobian(p.x, lam, mu2, 1.0, d1))
             for e in np.linalg.eigvals(m.face_jacobian_2x2(p.u, lam, mu2, 1.0, d1)):
-                assert np.min(np.abs(num - e)) < 1e-5
+                assert np.min(np.abs(num - e)) < 1e-10
             assert p.stable == (np.max(num.real) < 0)
+
+
+@pytest.mark.parametrize("face", [False, True])
+@pytest.mark.parametrize("d", [1, 2, 3, 25, 40])
+def test_jet_drift_is_the_kernel_field(face, d):
+    # The Jacobians differentiate fluid_drift; it must be the numba kernel's field.
+    rng = np.random.default_rng(d)
+    for _ in range(10):
+        x = rng.dirichlet(np.ones(26)).reshape(13, 2)
+        if face:
+            x[0, 1] += x[0, 0]
+            x[0, 0] = 0.0
+        kernel = np.zeros_like(x)
+        _field(x, 0.8, 1.0, 0.5, d, face, kernel)
+        grid = fluid_drift(x.tolist(), 0.8, 1.0, 0.5, d, face)
+        assert np.abs(np.array(grid, dtype=float) - kernel).max() < 1e-13
+
+
+@pytest.mark.parametrize("lam,d1", [(0.8, 25), (0.9, 25), (0.8, 8)])
+def test_queueing_point_decays_at_its_slowest_eigenvalue(lam, d1):
+    # Reference: the fluid trajectory itself. A small push into x10 decays at the slowest rate
+    # of the face Jacobian; a central difference across the empty x[i, 0] cells (the former
+    # numerical Jacobian) put that rate 37% too fast at λ = 0.8, d1 = 25.
+    q = next(p for p in m.fixed_points(lam, 0.5, 1.0, d1) if p.kind == "queueing")
+    x0 = q.x.copy()
+    x0[1, 0] += 1e-6
+    x0[0, 1] -= 1e-6
+    t, tr = m.fluid_trajectory(x0, lam, 0.5, 1.0, d1, t_end=30, dt=0.001, n_record=301)
+    dist = np.abs(tr - q.x).sum(axis=(1, 2))
+    late = t >= 15  # the faster modes have died out
+    rate = np.polyfit(t[late], np.log(dist[late]), 1)[0]
+    assert rate == pytest.approx(np.max(q.eigenvalues.real), rel=0.03)
 
 
 def test_bistability_at_d25():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 
 import pytest
+import yaml
 
 from lbrepro.config import CONFIG_PATH, config_hash, deep_merge, load_config
 from lbrepro.core.errors import ConfigError
@@ -69,10 +70,10 @@ def _set(config, path, value):
         (("sed",), 1, "sed"),  # unknown top-level key (typo)
     ],
 )
-def test_bad_values_name_the_key(config, path, value, key):
-    with pytest.raises(ConfigError) as err:
-        validate_config(_set(config, path, value))
-    assert str(err.value).startswith(key + ":"), str(err.value)
+def test_bad_values_name_the_key(refused, config, path, value, key):
+    """A bad value is refused with one line that starts with its key."""
+    err = refused(validate_config, _set(config, path, value))
+    assert str(err).startswith(key + ":"), str(err)
 
 
 def test_missing_required_key_is_named(config):
@@ -97,3 +98,20 @@ def test_config_hash_is_order_independent_and_sensitive(config):
     reordered = dict(reversed(list(config.items())))
     assert config_hash(reordered) == config_hash(config)
     assert config_hash(_set(config, ("seed",), 7)) != config_hash(config)
+
+
+def test_config_readme_describes_every_section():
+    """config/README.md (the Snakemake workflow catalog's config page) names every section of
+    config.yaml and quick.yaml, so a new artifact cannot arrive undocumented."""
+    readme = (CONFIG_PATH.parent / "README.md").read_text(encoding="utf-8")
+    sections = set(load_config(CONFIG_PATH)) | set(load_config(QUICK))
+    missing = sorted(key for key in sections if f"`{key}`" not in readme)
+    assert not missing, f"config/README.md does not describe: {missing}"
+
+
+def test_workflow_catalog_file_declares_usage():
+    """.snakemake-workflow-catalog.yml has the usage keys the catalog reads."""
+    path = CONFIG_PATH.parents[1] / ".snakemake-workflow-catalog.yml"
+    usage = yaml.safe_load(path.read_text(encoding="utf-8"))["usage"]
+    assert {"mandatory-flags", "software-stack-deployment", "report"} <= set(usage)
+    assert usage["report"] is True  # `snakemake --report` works (tests/test_workflow.py)

@@ -11,7 +11,8 @@ from lbrepro.core.rng import xoshiro_state
 from lbrepro.models import general as gen
 from lbrepro.models import service as svc
 from lbrepro.models import supermarket as sm
-from lbrepro.sim.general_service import _sample_service, simulate_general
+from lbrepro.sim.general_service import simulate_general
+from lbrepro.sim.service_sampling import sample_service
 
 
 @pytest.mark.parametrize(
@@ -31,7 +32,7 @@ def test_kernel_sampler_matches_moments(spec: str) -> None:
     dist = svc.parse(spec, mean=0.8)
     state = xoshiro_state(np.random.SeedSequence(5))
     n = 200_000
-    x = np.array([_sample_service(dist.code, dist.kernel_params, state) for _ in range(n)])
+    x = np.array([sample_service(dist.code, dist.kernel_params, state) for _ in range(n)])
     sd = np.sqrt(dist.second_moment - dist.mean**2)
     assert abs(x.mean() - dist.mean) <= 5 * sd / np.sqrt(n) + 1e-12
     assert np.mean(x**2) == pytest.approx(dist.second_moment, rel=0.03)
@@ -131,3 +132,15 @@ def test_simulate_cli_json() -> None:
     assert len(out["ci"]["u"]) == len(out["u"])
     low, high = out["ci"]["mean_sojourn"]
     assert low <= out["mean_sojourn"] <= high
+
+
+def test_simulator_takes_the_sampling_encoding_and_refuses_other_objects() -> None:
+    dist = svc.parse("erlang:2")
+    kw = {"lam": 0.6, "d": 2, "N": 20, "horizon": 200.0, "warmup": 10.0, "seed": 4}
+    a = simulate_general(dist=dist, **kw)
+    b = simulate_general(dist=dist.sampling, **kw)
+    np.testing.assert_array_equal(a.u, b.u)
+    assert dist.sampling.code == dist.code and dist.sampling.label == dist.label
+    with pytest.raises(ConfigError) as err:
+        simulate_general(dist="erlang:2", **kw)
+    assert err.value.key == "dist"

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from lbrepro.artifacts import hetero
+from lbrepro.artifacts.hetero import accuracy, chaos, configuration, sojourn, stability, tail
 from lbrepro.core.claims import CONSISTENCY, Claim
 from lbrepro.core.verdicts import EmptyComparisonError
 from lbrepro.models import hetero as model
@@ -81,28 +81,28 @@ def sojourn_rows(
 
 
 def test_sojourn_holds():
-    assert_holds(hetero._check_sojourn(sojourn_rows(), SOJOURN_CFG))
+    assert_holds(sojourn.check(sojourn_rows(), SOJOURN_CFG))
 
 
 def test_sojourn_claims_fail_where_false():
     # The mis-tuned split beats the schemes at every wrong load: both scheme claims fail.
-    claims = hetero._check_sojourn(sojourn_rows(tuned_wrong=(0.3, 0.6)), SOJOURN_CFG)
+    claims = sojourn.check(sojourn_rows(tuned_wrong=(0.3, 0.6)), SOJOURN_CFG)
     assert failing(claims, "can give a lower mean response time")
     assert failing(claims, "at every load")
     # Only at one wrong load: the paper's "can" holds, the stricter "every" does not.
-    claims = hetero._check_sojourn(sojourn_rows(tuned_wrong=(0.3, None)), SOJOURN_CFG)
+    claims = sojourn.check(sojourn_rows(tuned_wrong=(0.3, None)), SOJOURN_CFG)
     assert not failing(claims, "can give a lower mean response time")
     assert failing(claims, "at every load")
     # Random routing beats the schemes in simulation.
-    claims = hetero._check_sojourn(sojourn_rows(random_sim=0.9), SOJOURN_CFG)
+    claims = sojourn.check(sojourn_rows(random_sim=0.9), SOJOURN_CFG)
     assert failing(claims, "every simulated baseline")
     # The refined mean field far outside the simulation's CI.
-    claims = hetero._check_sojourn(sojourn_rows(rmf_offset=0.1), SOJOURN_CFG)
+    claims = sojourn.check(sojourn_rows(rmf_offset=0.1), SOJOURN_CFG)
     assert failing(claims, "refined mean field")
 
 
 def test_sojourn_mentions_the_reconstruction():
-    claims = hetero._check_sojourn(sojourn_rows(), SOJOURN_CFG)
+    claims = sojourn.check(sojourn_rows(), SOJOURN_CFG)
     tuned = [c for c in claims if "tuned" in c.claim]
     assert tuned and all("[reconstruction]" in c.details for c in tuned)
 
@@ -110,7 +110,7 @@ def test_sojourn_mentions_the_reconstruction():
 def test_sojourn_without_simulation_fails_loudly():
     rows = [r for r in sojourn_rows() if r["method"] == "mf"]
     with pytest.raises(EmptyComparisonError):
-        hetero._check_sojourn(rows, SOJOURN_CFG)
+        sojourn.check(rows, SOJOURN_CFG)
 
 
 # ----------------------------------------------------------------------- hetero-stability
@@ -126,14 +126,14 @@ def stability_rows(
     drift_above: float = 0.08,
     diverged_above: bool = False,
 ) -> list[dict]:
-    system = hetero._two_type(10, 0.8, 2)
+    system = stability._two_type(10, 0.8, 2)
     cf = model.sqd_stability_closed_form(system, 2) / system.total_capacity
     rows = [
         {"ratio": 10, "gamma_slow": 0.8, "d": 2, "quantity": "lambda_star_normalised"}
         | {"method": "mf", "policy": p, "value": v}
         for p, v in (("scheme1", schemes), ("scheme2", schemes), ("sqd", cf + sqd_shift))
     ]
-    lam_star = model.sqd_stability_closed_form(hetero._system(H2X), 2)
+    lam_star = model.sqd_stability_closed_form(configuration.system_from_spec(H2X), 2)
     noise = [0.01, -0.012, 0.008, -0.006]
     for side, drift in ((0.9, drift_below), (1.1, drift_above)):
         for H, e in zip(HORIZONS, noise, strict=True):
@@ -157,20 +157,18 @@ def stability_rows(
 
 
 def test_stability_holds():
-    assert_holds(hetero._check_stability(stability_rows(), STABILITY_CFG))
+    assert_holds(stability.check(stability_rows(), STABILITY_CFG))
     # A run that diverged above λ* is instability; the below statistic rejects it.
-    assert_holds(hetero._check_stability(stability_rows(diverged_above=True), STABILITY_CFG))
+    assert_holds(stability.check(stability_rows(diverged_above=True), STABILITY_CFG))
 
 
 def test_stability_claims_fail_where_false():
-    claims = hetero._check_stability(stability_rows(schemes=0.9), STABILITY_CFG)
+    claims = stability.check(stability_rows(schemes=0.9), STABILITY_CFG)
     assert failing(claims, "maximum stability region")
-    claims = hetero._check_stability(stability_rows(sqd_shift=0.05), STABILITY_CFG)
+    claims = stability.check(stability_rows(sqd_shift=0.05), STABILITY_CFG)
     assert failing(claims, "closed form")
     # No drift above λ*, a growing path below it: both simulation claims fail.
-    claims = hetero._check_stability(
-        stability_rows(drift_below=0.05, drift_above=0.0), STABILITY_CFG
-    )
+    claims = stability.check(stability_rows(drift_below=0.05, drift_above=0.0), STABILITY_CFG)
     assert failing(claims, "at 0.9·λ* is stable")
     assert failing(claims, "at 1.1·λ* is unstable")
 
@@ -178,10 +176,10 @@ def test_stability_claims_fail_where_false():
 def test_stability_rejects_a_config_without_both_sides():
     cfg = {"systems": [H2X], "sim_sides": [0.9], "horizons": HORIZONS}
     with pytest.raises(Exception, match="sim_sides"):
-        hetero._validate_stability(cfg)
+        stability.validate(cfg)
     cfg = {"systems": [H2X], "sim_sides": [0.9, 1.1], "horizons": [500, 1000]}
     with pytest.raises(Exception, match="horizons"):
-        hetero._validate_stability(cfg)
+        stability.validate(cfg)
 
 
 # --------------------------------------------------------------------------- hetero-tail
@@ -198,11 +196,11 @@ def tail_rows(
     """Two types, three policies; u exact in the mean field, simulated with CI ±2% + 1e-4."""
     rho, rows = 0.9, []
     for policy in ("scheme1", "scheme2", "random"):
-        tail = (lambda r, k: r**k) if policy == "random" else scheme_tail
+        shape = (lambda r, k: r**k) if policy == "random" else scheme_tail
         for j, cap in enumerate((1, 2)):
             base = {"system": "S", "policy": policy, "rho": rho, "type": j, "capacity": cap}
             for k in range(13):
-                u, near = tail(rho, k), tail(rho - hetero.NEIGHBOUR_DRHO, k)
+                u, near = shape(rho, k), shape(rho - configuration.NEIGHBOUR_DRHO, k)
                 half = 0.02 * u + 1e-4
                 rows.append(base | sim(u, half, k=k, quantity="u", N=1000))
                 rows.append(base | {"method": "mf", "quantity": "u", "k": k, "value": u - mf_gap})
@@ -223,18 +221,18 @@ def tail_rows(
 
 
 def test_tail_holds():
-    assert_holds(hetero._check_tail(tail_rows(), TAIL_CFG))
+    assert_holds(tail.check(tail_rows(), TAIL_CFG))
 
 
 def test_tail_claims_fail_where_false():
-    claims = hetero._check_tail(tail_rows(scheme_tail=lambda r, k: r**k), TAIL_CFG)
+    claims = tail.check(tail_rows(scheme_tail=lambda r, k: r**k), TAIL_CFG)
     assert len(failing(claims, "decays doubly exponentially")) == 2
-    claims = hetero._check_tail(tail_rows(deep_geometric=True), TAIL_CFG)
+    claims = tail.check(tail_rows(deep_geometric=True), TAIL_CFG)
     assert len(failing(claims, "mean-field equilibrium we solve")) == 2
-    claims = hetero._check_tail(tail_rows(rmf_offset=0.05), TAIL_CFG)
+    claims = tail.check(tail_rows(rmf_offset=0.05), TAIL_CFG)
     assert len(failing(claims, "converge to the mean field")) == 2
     # A finite-N offset of the limit alone fails only the labelled finite-N finding.
-    claims = hetero._check_tail(tail_rows(mf_gap=0.03), TAIL_CFG)
+    claims = tail.check(tail_rows(mf_gap=0.03), TAIL_CFG)
     assert len(failing(claims, "finite-N")) == 2
     assert not failing(claims, "converge to the mean field")
 
@@ -243,7 +241,7 @@ def test_tail_unresolved_fails_loudly():
     # No level held by enough servers: nothing to judge is an error, never a pass.
     rows = tail_rows(scheme_tail=lambda r, k: 1.0 if k == 0 else 1e-6)
     with pytest.raises(EmptyComparisonError):
-        hetero._check_tail(rows, TAIL_CFG)
+        tail.check(rows, TAIL_CFG)
 
 
 # ----------------------------------------------------------------------- hetero-accuracy
@@ -265,18 +263,18 @@ def accuracy_rows(limit: float = 1.0, rmf_coef: float = 0.5) -> list[dict]:
 
 
 def test_accuracy_holds():
-    assert_holds(hetero._check_accuracy(accuracy_rows(), ACC_CFG))
+    assert_holds(accuracy.check(accuracy_rows(), ACC_CFG))
 
 
 def test_accuracy_claims_fail_where_false():
-    claims = hetero._check_accuracy(accuracy_rows(limit=1.1), ACC_CFG)
+    claims = accuracy.check(accuracy_rows(limit=1.1), ACC_CFG)
     assert len(failing(claims, "becomes exact as N → ∞")) == 2
-    claims = hetero._check_accuracy(accuracy_rows(rmf_coef=-0.5), ACC_CFG)
+    claims = accuracy.check(accuracy_rows(rmf_coef=-0.5), ACC_CFG)
     assert len(failing(claims, "finite-N")) == 2
 
 
 def test_accuracy_summary_reads_the_right_rows():
-    out = hetero._summary_accuracy(accuracy_rows())
+    out = accuracy.summary(accuracy_rows())
     assert len(out) == 6 and out[0]["MF rel. error"] == "-4.76%"
 
 
@@ -302,15 +300,15 @@ def chaos_rows(cov=lambda N: -0.5 / N, var=lambda N: 5.0) -> list[dict]:
 
 def test_chaos_holds():
     # Negative covariances are judged with their sign at the smallest N.
-    assert_holds(hetero._check_chaos(chaos_rows(), CHAOS_CFG))
-    assert_holds(hetero._check_chaos(chaos_rows(lambda N: 0.5 / N), CHAOS_CFG))
+    assert_holds(chaos.check(chaos_rows(), CHAOS_CFG))
+    assert_holds(chaos.check(chaos_rows(lambda N: 0.5 / N), CHAOS_CFG))
 
 
 def test_chaos_fails_where_false():
-    claims = hetero._check_chaos(chaos_rows(lambda N: 0.05), CHAOS_CFG)
+    claims = chaos.check(chaos_rows(lambda N: 0.05), CHAOS_CFG)
     assert len(failing(claims, "vanishes")) == 3
     # Falling by far more than half, but towards a positive limit: N·Cov rises, the claim fails.
-    claims = hetero._check_chaos(chaos_rows(lambda N: 0.02 + 1 / N), CHAOS_CFG)
+    claims = chaos.check(chaos_rows(lambda N: 0.02 + 1 / N), CHAOS_CFG)
     assert len(failing(claims, "vanishes")) == 3
 
 
@@ -318,12 +316,12 @@ def test_chaos_control_variance_from_the_tail():
     run = SimpleNamespace(
         u=[[1.0, 0.5, 0.25]], u_ci_low=[[1.0, 0.49, 0.24]], u_ci_high=[[1.0, 0.51, 0.26]]
     )
-    out = hetero._variance(run, 0)
+    out = chaos._variance(run, 0)
     # P(q = 0, 1, 2) = 0.5, 0.25, 0.25: E q = 0.75, E q² = 1.25.
     assert out["value"] == pytest.approx(1.25 - 0.75**2)
     assert out["ci_low"] < out["value"] < out["ci_high"]
     # A variance that vanished like the covariance would make the control pass: inconclusive.
-    claims = hetero._check_chaos(chaos_rows(var=lambda N: 50 / N), CHAOS_CFG)
+    claims = chaos.check(chaos_rows(var=lambda N: 50 / N), CHAOS_CFG)
     assert all(c.status == "inconclusive" for c in claims)
 
 
@@ -340,6 +338,6 @@ def test_every_artifact_notes_its_reconstruction():
 
 def test_control_loads_must_stay_positive():
     with pytest.raises(Exception, match="positive load"):
-        hetero._validate_tail({"systems": [H2], "rho": 0.05})
+        tail.validate({"systems": [H2], "rho": 0.05})
     with pytest.raises(Exception, match="positive load"):
-        hetero._validate_accuracy({"systems": [H2], "rho": [0.5, 0.04]})
+        accuracy.validate({"systems": [H2], "rho": [0.5, 0.04]})

@@ -13,6 +13,9 @@ from lbrepro.core.errors import ConfigError, UnstableError
 from lbrepro.meanfield.population import PopulationModel
 from lbrepro.models import hetero as h
 from lbrepro.models import supermarket as sm
+from lbrepro.models.hetero import stability as stability_module
+from lbrepro.models.hetero.command_line import parse_integers, parse_numbers
+from lbrepro.models.hetero.equations import scheme2_indices
 
 SYSTEMS = {"H2": h.H2, "H2x": h.H2x, "H3": h.H3}
 # Unsorted capacities and mixed d: nothing may depend on the caller's order.
@@ -151,14 +154,14 @@ def test_routing_probabilities_sum_to_one(policy, system):
 
 
 def test_scheme2_indices_and_ties():
-    idx = h._scheme2_indices((1.0, 2.0), 6)
+    idx = scheme2_indices((1.0, 2.0), 6)
     # A slow server (C = 1) with n jobs beats a fast one only if the fast holds ≥ 2n + 1.
     assert list(idx[0, 1]) == [1, 3, 5, 7, 7, 7]  # clipped at K + 1 = 7
     # A fast server with n jobs beats a slow one holding ≥ ⌈n/2⌉ (ties go to the fast type).
     assert list(idx[1, 0]) == [0, 1, 1, 2, 2, 3]
     # Decimal capacities: 3·0.1/0.3 is exactly a tie, not 1.0000000000000002.
-    assert list(h._scheme2_indices((0.1, 0.3), 4)[1, 0]) == [0, 1, 1, 1]
-    assert list(h._scheme2_indices((0.1, 0.3), 4)[0, 1]) == [1, 4, 5, 5]
+    assert list(scheme2_indices((0.1, 0.3), 4)[1, 0]) == [0, 1, 1, 1]
+    assert list(scheme2_indices((0.1, 0.3), 4)[0, 1]) == [1, 4, 5, 5]
 
 
 @pytest.mark.parametrize("policy", h.POLICIES)
@@ -392,6 +395,41 @@ def test_schemes_keep_the_full_capacity_all(policy, name):
     assert b >= system.total_capacity * (1 - 1e-4)
 
 
+def counting_classifier(monkeypatch) -> list[float]:
+    """Record the loads at which the stability bisection integrates the mean field."""
+    calls: list[float] = []
+    original = stability_module.classify_stability
+
+    def counted(system, lam, policy, **kw):
+        calls.append(lam)
+        return original(system, lam, policy, **kw)
+
+    monkeypatch.setattr(stability_module, "classify_stability", counted)
+    return calls
+
+
+def test_bisection_starts_in_the_closed_forms_final_interval(monkeypatch):
+    """Two integrations (the ends of the bisection's last interval), not about fourteen."""
+    calls = counting_classifier(monkeypatch)
+    b = h.stability_boundary(h.H2x, "sqd", d_pool=2, tol=1e-3)
+    assert len(calls) == 2
+    assert b == pytest.approx(1.25, rel=1e-3)
+    calls.clear()
+    cap = h.H2x.total_capacity
+    assert h.stability_boundary(h.H2x, "scheme1", tol=1e-3) >= cap * (1 - 1e-3)
+    assert len(calls) == 1  # the high end is the capacity: unstable without integrating
+
+
+@pytest.mark.slow
+def test_bisection_without_a_good_guess_gives_the_same_boundary(monkeypatch):
+    """A wrong closed form costs the full bisection from (0, capacity), with the same result."""
+    fast = h.stability_boundary(h.H2x, "sqd", d_pool=2, tol=1e-3)
+    calls = counting_classifier(monkeypatch)
+    monkeypatch.setattr(stability_module, "stability_limit", lambda *a, **kw: 2.0)
+    assert h.stability_boundary(h.H2x, "sqd", d_pool=2, tol=1e-3) == fast
+    assert len(calls) > 2
+
+
 # ---------------------------------------------------------------------------------- splits
 def test_proportional_split():
     np.testing.assert_allclose(h.proportional_split(h.H3), np.array([0.5, 0.6, 0.8]) / 1.9)
@@ -440,7 +478,7 @@ def test_light_load_goes_to_the_fastest_type():
     [{"scheme": 1}, {"scheme": "2"}, {"policy": "sqd"}, {"policy": "typed", "lam_hat": 1.0}],
 )
 def test_solve_is_json_ready(kw):
-    out = h.solve(1.2, "0.5,0.5", "1,2", "2,2", 1.0, **kw)
+    out = h.solve(1.2, (0.5, 0.5), (1, 2), (2, 2), 1.0, **kw)
     json.dumps(out)
     assert out["model"] == "hetero" and len(out["u"]) == 2
     assert set(out) >= {
@@ -457,10 +495,20 @@ def test_solve_is_json_ready(kw):
 
 def test_solve_validation():
     with pytest.raises(ConfigError, match="scheme"):
-        h.solve(1.0, "0.5,0.5", "1,2", "2,2", scheme=3)
+        h.solve(1.0, (0.5, 0.5), (1, 2), (2, 2), scheme=3)
     with pytest.raises(ConfigError, match="scheme"):
-        h.solve(1.0, "0.5,0.5", "1,2", "2,2", scheme=1, policy="sqd")
+        h.solve(1.0, (0.5, 0.5), (1, 2), (2, 2), scheme=1, policy="sqd")
     with pytest.raises(ConfigError, match="gamma"):
         h.solve(1.0, "0.5,x", "1,2", "2,2")
     with pytest.raises(ConfigError, match="lam_hat"):
-        h.solve(1.0, "0.5,0.5", "1,2", "2,2", lam_hat=1.0)
+        h.solve(1.0, (0.5, 0.5), (1, 2), (2, 2), lam_hat=1.0)
+
+
+def test_command_line_lists():
+    """The command line's comma-separated lists, parsed by the parameters' declarations."""
+    assert parse_numbers("0.5, 0.5") == (0.5, 0.5)
+    assert parse_integers("2,3") == (2, 3)
+    with pytest.raises(ValueError, match="comma-separated numbers"):
+        parse_numbers("0.5,x")
+    with pytest.raises(ValueError, match="comma-separated numbers"):
+        parse_integers("2,2.5")

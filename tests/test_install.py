@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,9 +17,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.slow
-def test_non_editable_install_validates_from_another_directory(tmp_path: Path) -> None:
+def test_non_editable_install_validates_from_another_directory(
+    tmp_path: Path, run_cli: Callable[..., subprocess.CompletedProcess[str]]
+) -> None:
     # A copy of the sources (pip must not write build files into the checkout), installed
     # with `pip install .` into a target directory; dependencies come from this interpreter.
+    """A `pip install .` validates configs far from the checkout."""
     src = tmp_path / "src-copy"
     shutil.copytree(
         ROOT,
@@ -71,24 +75,10 @@ def test_non_editable_install_validates_from_another_directory(tmp_path: Path) -
         timeout=60,
     )
     assert where.stdout.startswith(str(site)), where.stdout + where.stderr
-    ok = subprocess.run(
-        [sys.executable, "-m", "lbrepro", "validate", "my.yaml"],
-        cwd=elsewhere,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    ok = run_cli("validate", "my.yaml", cwd=elsewhere, env=env)
     assert ok.returncode == 0, ok.stderr
     assert json.loads(ok.stdout)["valid"] is True
     config.write_text("seed: 1\nsimulation: {}\nsupermarket-tail: {rho: [.nan]}\n")
-    bad = subprocess.run(
-        [sys.executable, "-m", "lbrepro", "validate", "my.yaml"],
-        cwd=elsewhere,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    bad = run_cli("validate", "my.yaml", cwd=elsewhere, env=env)
     assert bad.returncode == 2 and "supermarket-tail.rho[0]" in bad.stderr, bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -62,3 +64,24 @@ def test_points_of_one_artifact_use_independent_streams(tmp_path, quick):
 def test_unknown_point_is_named(quick):
     with pytest.raises(KeyError, match="nosuchpoint"):
         pipeline.point_params(quick, "supermarket-tail", "nosuchpoint")
+
+
+# Imports a compute job does not need: each costs every one of the ~470 jobs of a full run
+# (scipy.stats 0.6 s; matplotlib.pyplot 0.7 s, only the plot jobs draw).
+HEAVY = ("scipy.stats", "matplotlib", "jsonschema", "jinja2")
+
+
+def test_a_compute_job_imports_nothing_heavy():
+    """What workflow/scripts/compute_point.py imports, with every paper registered, in a fresh
+    interpreter: none of the heavy modules a compute job does not use."""
+    code = (
+        "import sys\n"
+        "from lbrepro.pipeline import compute_point, logging_to\n"
+        "from lbrepro.artifacts import registry\n"
+        "registry.all_artifacts()\n"
+        f"print(' '.join(m for m in {HEAVY!r} if m in sys.modules))\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True
+    )
+    assert run.stdout.split() == [], f"a compute job imports {run.stdout.strip()}"

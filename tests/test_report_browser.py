@@ -1,7 +1,8 @@
 """The report in a real headless Chromium: images load, the console is clean, it looks right.
 
 Skipped locally when Chromium or chromedriver is missing; on CI (CI=true) a missing browser
-is a failure, because CI installs both and a skip would hide a broken install.
+is a failure, because CI installs both and a skip would hide a broken install (the ``browser``
+fixture in conftest).
 """
 
 from __future__ import annotations
@@ -10,26 +11,12 @@ import os
 import shutil
 from pathlib import Path
 
-import pytest
-
-from lbrepro.report.browser import CHROMEDRIVER, CHROMIUM, check_page
+from lbrepro.report.browser import check_page
 from test_report import make_fake_tree
 
-pytestmark = pytest.mark.slow
 
-
-@pytest.fixture(scope="module")
-def browser_ready() -> None:
-    missing = [str(p) for p in (CHROMIUM, CHROMEDRIVER) if not p.is_file()]
-    if missing:
-        message = f"headless browser test needs {', '.join(missing)}"
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{message} (CI installs them; a skip would hide a broken install)")
-        pytest.skip(message)
-    pytest.importorskip("selenium")
-
-
-def test_report_in_chromium(tmp_path: Path, browser_ready: None) -> None:
+def test_report_in_chromium(tmp_path: Path, browser: None) -> None:
+    """The report of a fake tree loads in Chromium: one image, a clean console."""
     tree = make_fake_tree(tmp_path / "tree")
     out = tree.render()
     shot = tmp_path / "report.png"
@@ -47,7 +34,8 @@ def test_report_in_chromium(tmp_path: Path, browser_ready: None) -> None:
         shutil.copyfile(shot, target)
 
 
-def test_check_page_sees_broken_images_and_errors(tmp_path: Path, browser_ready: None) -> None:
+def test_check_page_sees_broken_images_and_errors(tmp_path: Path, browser: None) -> None:
+    """check_page reports a broken image and a console error."""
     page = tmp_path / "bad.html"
     page.write_text(
         '<!DOCTYPE html><html><head><link rel="icon" href="data:,"><title>bad</title></head>'

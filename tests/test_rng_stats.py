@@ -120,3 +120,37 @@ def test_fewer_than_two_batches_raise(values):
 def test_bad_level_raises(level):
     with pytest.raises(ConfigError, match="level"):
         batch_means_ci(np.arange(5.0), level=level)
+
+
+def test_local_word_draws_match_the_array_draws():
+    # A kernel holding the generator in four local words draws the same numbers.
+    from numba import njit
+
+    from lbrepro.sim import xoshiro
+
+    @njit
+    def draws(state, n, count):
+        """(uniform, bounded) pairs drawn from four local words, then the final words."""
+        s0, s1, s2, s3 = state[0], state[1], state[2], state[3]
+        out = np.empty((count, 2))
+        for i in range(count):
+            x, s0, s1, s2, s3 = xoshiro.next_u64_from(s0, s1, s2, s3)
+            out[i, 0] = xoshiro.uniform_from(x)
+            r, s0, s1, s2, s3 = xoshiro.bounded_from(s0, s1, s2, s3, n)
+            out[i, 1] = r
+        state[0], state[1], state[2], state[3] = s0, s1, s2, s3
+        return out
+
+    @njit
+    def array_draws(state, n, count):
+        """The same pairs drawn with the array-state functions."""
+        out = np.empty((count, 2))
+        for i in range(count):
+            out[i, 0] = xoshiro.uniform(state)
+            out[i, 1] = xoshiro.randint(state, n)
+        return out
+
+    for n in (1, 2, 7, 1000, 2**32 - 1):
+        local, array = xoshiro_state(stream(n)), xoshiro_state(stream(n))
+        np.testing.assert_array_equal(draws(local, n, 500), array_draws(array, n, 500))
+        np.testing.assert_array_equal(local, array)

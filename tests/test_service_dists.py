@@ -106,3 +106,15 @@ def test_ph_survival_against_independent_closed_forms() -> None:
     expected = np.exp(-r1 * xs) + c * r1 * (np.exp(-r2 * xs) - np.exp(-r1 * xs)) / (r1 - r2)
     np.testing.assert_allclose(cox.survival(xs), expected, rtol=1e-10, atol=1e-15)
     assert cox.mean == pytest.approx(1 / r1 + c / r2)
+
+
+def test_kernel_encoding_lives_in_sim() -> None:
+    # models.service builds its kernel vectors with sim.service_sampling.encode.
+    from lbrepro.sim import service_sampling
+
+    assert svc.CODES is service_sampling.CODES
+    cox = svc.coxian([1.0, 2.0], [0.5])
+    assert cox.kernel_params.tolist() == [2.0, 1.0, 2.0, 0.5, 0.0]
+    h2 = svc.hyperexponential([0.25, 0.75], [1.0, 3.0])
+    assert h2.kernel_params.tolist() == [2.0, 0.25, 0.75, 1.0, 3.0]
+    assert svc.erlang(3, 2.0).kernel_params.tolist() == [3.0, 2.0]

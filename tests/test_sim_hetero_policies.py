@@ -23,7 +23,9 @@ from scipy import stats
 
 from lbrepro.core.errors import ConfigError, UnstableError
 from lbrepro.sim import occupancy
+from lbrepro.sim.estimates import batch_covariances
 from lbrepro.sim.occupancy import OccupancySimResult, simulate_occupancy
+from lbrepro.sim.occupancy_routing import priority_order, scheme2_weights
 
 
 def widen(n_compared: int, batches: int = 20, family_error: float = 1e-3) -> float:
@@ -455,7 +457,7 @@ def test_batch_covariances_from_known_integrals():
     sum_area[0] = 2 * S
     sum_area[1] = 2 * np.array([(v**2).sum() for v in x])
     sum_area[2:] = 2 * np.triu(np.outer(S, S))
-    same, cross = occupancy._batch_covariances(sum_area, np.array([2, 3]), 2.0)
+    same, cross = batch_covariances(sum_area, np.array([2, 3]), 2.0)
     for j, v in enumerate(x):
         pairs = [v[a] * v[b] for a in range(v.size) for b in range(v.size) if a != b]
         assert same[j] == pytest.approx(np.mean(pairs) - v.mean() ** 2)
@@ -467,13 +469,13 @@ def test_batch_covariances_from_known_integrals():
 
 
 def test_scheme2_weights_compare_decimal_capacities_exactly():
-    assert occupancy._scheme2_weights((0.1, 0.3), 100).tolist() == [1, 3]
-    assert occupancy._scheme2_weights((1.0, 2.5, 4.0), 100).tolist() == [2, 5, 8]
-    assert occupancy._scheme2_weights((1 / 3, 1.0), 100).tolist() == [1, 3]
+    assert scheme2_weights((0.1, 0.3), 100).tolist() == [1, 3]
+    assert scheme2_weights((1.0, 2.5, 4.0), 100).tolist() == [2, 5, 8]
+    assert scheme2_weights((1 / 3, 1.0), 100).tolist() == [1, 3]
     with pytest.raises(ConfigError, match="capacity"):
-        occupancy._scheme2_weights((1e-9, 1.0), 100)
+        scheme2_weights((1e-9, 1.0), 100)
     # Higher capacity first; equal capacities by index (this simulator's rule).
-    assert occupancy._priority_order((1.0, 4.0, 2.0, 4.0)).tolist() == [1, 3, 2, 0]
+    assert priority_order((1.0, 4.0, 2.0, 4.0)).tolist() == [1, 3, 2, 0]
 
 
 def test_scheme2_ties_decimal_capacities_like_their_ratios():

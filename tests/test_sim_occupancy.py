@@ -21,7 +21,7 @@ from scipy import stats
 
 from lbrepro.core.errors import ConfigError, UnstableError
 from lbrepro.core.rng import stream
-from lbrepro.sim import occupancy
+from lbrepro.sim import estimates, occupancy, occupancy_kernel
 from lbrepro.sim.occupancy import OccupancySimResult, simulate_occupancy
 
 
@@ -194,7 +194,7 @@ def test_min_level_inversion_matches_the_exact_law(N, qtot, replace, d):
     draws = 40_000
     hits = np.bincount(
         [
-            occupancy._sqd_min_level(levels, top, N, d, replace, log_comb, state)
+            occupancy_kernel.pool_min_level(levels, top, N, d, replace, log_comb, state)
             for _ in range(draws)
         ],
         minlength=top + 1,
@@ -379,17 +379,17 @@ def test_wait_probability_is_an_arrival_average_with_a_batch_interval():
     assert r.p_wait_ci[0] < r.p_wait < r.p_wait_ci[1]
     # Σ waits / Σ arrivals, centred interval from the per-batch fractions.
     waits, arrivals = np.array([1, 3, 2]), np.array([4, 4, 2])
-    p, (low, high) = occupancy._wait_probability(waits, arrivals)
+    p, (low, high) = estimates.arrival_fraction(waits, arrivals)
     assert p == pytest.approx(0.6)
     hw = stats.t.ppf(0.975, 2) * np.std([0.25, 0.75, 1.0], ddof=1) / math.sqrt(3)
     # ... clipped to the range [0, 1] of a probability.
     assert (low, high) == pytest.approx((max(0.6 - hw, 0.0), min(0.6 + hw, 1.0)))
     waits, arrivals = np.array([50, 52, 49, 51]), np.array([100, 100, 100, 100])
-    p, (low, high) = occupancy._wait_probability(waits, arrivals)
+    p, (low, high) = estimates.arrival_fraction(waits, arrivals)
     assert p == pytest.approx(0.505)
     assert 0.0 < low < p < high < 1.0
     # A batch without arrivals has no fraction: the interval is undefined, not invented.
-    p, ci = occupancy._wait_probability(np.array([1, 0]), np.array([2, 0]))
+    p, ci = estimates.arrival_fraction(np.array([1, 0]), np.array([2, 0]))
     assert p == 0.5 and all(math.isnan(x) for x in ci)
 
 
@@ -457,3 +457,27 @@ def test_bad_arguments_raise_config_error_naming_them(override, key):
 def test_d_larger_than_n_is_fine_with_replacement():
     r = small_run(N=3, d=5, replace=True)
     assert r.d == 5 and r.u[0][1] == pytest.approx(0.8, abs=0.2)
+
+
+@pytest.mark.parametrize("replace", [True, False])
+def test_one_type_fast_path_follows_the_general_loop(replace):
+    # Chaos accumulators draw no random number but route one-type runs through the general
+    # event loop: the fast path must give the same path, hence the same numbers, bit for bit.
+    kw = {"lam": 0.9, "N": 30, "d": 3, "horizon": 400.0, "warmup": 20.0, "seed": 4}
+    fast = simulate_occupancy(replace=replace, **kw)
+    general = simulate_occupancy(replace=replace, chaos=True, **kw)
+    assert fast.events_total == general.events_total
+    assert np.array_equal(fast.u[0], general.u[0]) and fast.p_wait == general.p_wait
+
+
+@pytest.mark.parametrize("top", [3, 16, 17, 40, 300])
+def test_level_search_finds_the_last_level_meeting_the_threshold(top):
+    # Both branches (counting over few levels, galloping over many) against a plain scan.
+    rng = np.random.default_rng(top)
+    for _ in range(200):
+        row = np.sort(rng.integers(1, 1000, size=top + 1))[::-1].copy()
+        row = np.append(row, 0)
+        lo = int(rng.integers(0, 2))
+        threshold = float(rng.uniform(0.5, row[lo]))
+        expected = max(k for k in range(lo, top + 2) if row[k] >= threshold)
+        assert occupancy_kernel.last_level_at_least(row, threshold, lo, top) == expected

@@ -5,8 +5,6 @@ run through it builds the DAG. The real cluster run is .ci/slurm.sh."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -56,20 +54,16 @@ def test_every_profile_key_is_a_snakemake_option(monkeypatch):
     assert args.default_resources is not None
 
 
-@pytest.mark.slow
-def test_dry_run_through_the_profile_builds_the_dag(tmp_path):
+def test_dry_run_through_the_profile_builds_the_dag(run_snakemake, tmp_path):
+    """A dry run through the profile plans the jobs with the partition."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SBATCH_")}
     env["SBATCH_PARTITION"] = "max"
-    run = subprocess.run(
-        [
-            *(sys.executable, "-m", "snakemake", "-n", TARGET),
-            *("--workflow-profile", str(PROFILE), "--directory", str(tmp_path)),
-            *("--configfile", "config/config.yaml", "config/quick.yaml"),
-        ],
+    run = run_snakemake(
+        *("-n", TARGET),
+        *("--workflow-profile", str(PROFILE), "--directory", str(tmp_path)),
+        *("--configfile", "config/config.yaml", "config/quick.yaml"),
         cwd=ROOT,
         env=env,
-        capture_output=True,
-        text=True,
         timeout=300,
     )
     out = run.stdout + run.stderr

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from lbrepro.artifacts import supermarket as sm
+from lbrepro.artifacts.supermarket import accuracy, tail
 from lbrepro.core.claims import CONSISTENCY, Claim
 from lbrepro.core.stats import Estimate
+from lbrepro.core.tail_verdicts import resolution, tail_shape
 from lbrepro.core.verdicts import EmptyComparisonError
 from lbrepro.models import supermarket as model
 
@@ -55,7 +56,7 @@ def v2(k: int) -> float:
 
 
 def check(rows, cfg) -> dict[str, Claim]:
-    return {c.claim: c for c in sm._check_tail(rows, cfg)}
+    return {c.claim: c for c in tail.check(rows, cfg)}
 
 
 def assert_controls_fail(claims) -> None:
@@ -75,7 +76,7 @@ def holds_table() -> list[dict]:
 
 
 def test_tail_claims_hold_with_failing_controls() -> None:
-    claims = sm._check_tail(holds_table(), CFG)
+    claims = tail.check(holds_table(), CFG)
     limit = [c for c in claims if "N → ∞ limit" in c.claim]
     finite = [c for c in claims if "finite-N finding" in c.claim]
     shape = [c for c in claims if "doubly exponentially" in c.claim]
@@ -95,19 +96,19 @@ def test_tail_limit_claim_fails_when_simulation_is_off() -> None:
     rows = tail_rows(0.9, 1, lambda k: 0.9**k) + tail_rows(
         0.9, 2, lambda k: closed(0.88, 2, k), V=v2
     )
-    c = next(c for c in sm._check_tail(rows, CFG) if "d = 2" in c.claim and "limit" in c.claim)
+    c = next(c for c in tail.check(rows, CFG) if "d = 2" in c.claim and "limit" in c.claim)
     assert not c.passed
 
 
 def test_doubly_exponential_claim_fails_on_a_geometric_tail() -> None:
     rows = tail_rows(0.9, 1, lambda k: 0.9**k) + tail_rows(0.9, 2, lambda k: 0.9**k, V=v2)
-    c = next(c for c in sm._check_tail(rows, CFG) if "doubly exponentially" in c.claim)
+    c = next(c for c in tail.check(rows, CFG) if "doubly exponentially" in c.claim)
     assert not c.passed
 
 
 def test_doubly_exponential_control_without_d1_uses_the_geometric_tail() -> None:
     rows = tail_rows(0.9, 2, lambda k: closed(0.9, 2, k) + v2(k) / N, V=v2)
-    claims = sm._check_tail(rows, {"rho": [0.9], "d": [2], "N": N})
+    claims = tail.check(rows, {"rho": [0.9], "d": [2], "N": N})
     shape = next(c for c in claims if "doubly exponentially" in c.claim)
     assert shape.passed and not shape.control["passed"]
     assert "geometric tail" in shape.control["claim"]
@@ -116,13 +117,13 @@ def test_doubly_exponential_control_without_d1_uses_the_geometric_tail() -> None
 def test_tail_shape_rejects_power_law_and_needs_two_levels() -> None:
     power = {k: Estimate(v, v * 0.99, v * 1.01, v * 0.01, 20) for k in range(1, 40)
              for v in [min(0.9, 2.0 * k**-1.5)]}  # fmt: skip
-    assert not sm.tail_shape(power, 2, 1000).passed
+    assert not tail_shape(power, 2, 1000).passed
     with pytest.raises(EmptyComparisonError):
-        sm.tail_shape({1: Estimate(0.5, 0.49, 0.51, 0.01, 20)}, 2, 1000)
+        tail_shape({1: Estimate(0.5, 0.49, 0.51, 0.01, 20)}, 2, 1000)
 
 
 def test_resolution_is_one_server_for_one_time_unit() -> None:
-    assert sm.resolution(1000, 50_000) == pytest.approx(2e-8)
+    assert resolution(1000, 50_000) == pytest.approx(2e-8)
 
 
 # ---------------------------------------------------------------------------------------
@@ -167,7 +168,7 @@ ACC = {"cases": [[0.9, 2]], "N": NS}
 
 def test_accuracy_claims_hold_with_failing_controls() -> None:
     rows = accuracy_rows(lambda n: M + C / n + 8.0 / n**2)
-    claims = sm._check_accuracy(rows, ACC)
+    claims = accuracy.check(rows, ACC)
     assert len(claims) == 3
     assert all(c.passed for c in claims), [(c.claim, c.measured, c.tolerance) for c in claims]
     assert_controls_fail(claims)
@@ -179,30 +180,28 @@ def test_accuracy_claims_fail_when_orders_are_wrong() -> None:
     # The mean-field error is O(1/N²) and the "refined" correction overshoots by C/N.
     rows = accuracy_rows(lambda n: M + C / n**2, rmf_coef=C)
     claims = {("refined" in c.claim, "at least as accurate" in c.claim): c for c in
-              sm._check_accuracy(rows, ACC)}  # fmt: skip
+              accuracy.check(rows, ACC)}  # fmt: skip
     assert not claims[False, False].passed  # MF error is not 1/N
     assert not claims[True, False].passed  # RMF error is not 1/N²
     assert not claims[True, True].passed  # RMF is worse than MF
 
 
 def test_order_verdict_rule() -> None:
-    assert sm.order_verdict(1.05, 0.1, 1).passed
-    assert not sm.order_verdict(1.05, 0.1, 2).passed
-    assert not sm.order_verdict(1.4, 0.35, 1).passed  # CI reaches the neighbouring order 2
-    assert not sm.order_verdict(1.6, 0.01, 1).passed  # nearer 2 than 1
-    assert sm.at_least_order_verdict(2.7, 0.3, 2).passed  # faster than 1/N² is O(1/N²)
-    assert not sm.at_least_order_verdict(1.1, 0.05, 2).passed  # a 1/N error is not
-    assert not sm.at_least_order_verdict(2.7, 2.0, 2).passed  # not shown faster than 1/N
+    assert accuracy.order_verdict(1.05, 0.1, 1).passed
+    assert not accuracy.order_verdict(1.05, 0.1, 2).passed
+    assert not accuracy.order_verdict(1.4, 0.35, 1).passed  # CI reaches the neighbouring order 2
+    assert not accuracy.order_verdict(1.6, 0.01, 1).passed  # nearer 2 than 1
+    assert accuracy.at_least_order_verdict(2.7, 0.3, 2).passed  # faster than 1/N² is O(1/N²)
+    assert not accuracy.at_least_order_verdict(1.1, 0.05, 2).passed  # a 1/N error is not
+    assert not accuracy.at_least_order_verdict(2.7, 2.0, 2).passed  # not shown faster than 1/N
 
 
 def test_accuracy_needs_three_values_of_n() -> None:
     rows = [r for r in accuracy_rows(lambda n: M + C / n) if r["N"] in (10, 20)]
     with pytest.raises(EmptyComparisonError):
-        sm._check_accuracy(rows, {"cases": [[0.9, 2]], "N": [10, 20]})
+        accuracy.check(rows, {"cases": [[0.9, 2]], "N": [10, 20]})
 
 
 def test_accuracy_reconstruction_note_describes_the_fit() -> None:
-    from lbrepro.artifacts.registry import ARTIFACTS
-
-    note = " ".join(ARTIFACTS["supermarket-accuracy"].reconstructions)
+    note = " ".join(accuracy.ARTIFACT.reconstructions)
     assert "every N" in note and "two CI half-widths" not in note

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from lbrepro.artifacts import universality as art
+from lbrepro.artifacts.universality import diffusion, fluid, overhead
 from lbrepro.core.claims import CONSISTENCY, REPRODUCED
 from lbrepro.core.errors import ConfigError
 from lbrepro.core.verdicts import EmptyComparisonError
@@ -58,7 +58,7 @@ FLUID_CFG = {"lam": LAM, "N": [100, 1000, 10000], "d": [2, "sqrtN"], "batches": 
 def fluid_rows(q2_of):
     """Sim and mean-field q2 rows of the sweep's families, q2_of(family, N) → (value, half)."""
     rows = []
-    for family in art._fluid_families(FLUID_CFG):
+    for family in fluid._fluid_families(FLUID_CFG):
         for N in FLUID_CFG["N"]:
             value, half = q2_of(family, N)
             rows.append(sim(family, N, "q2", value, half))
@@ -77,25 +77,25 @@ def fluid_truth(family, N):
 
 
 def test_fluid_control_family_is_the_largest_log_n():
-    assert art._control_d(FLUID_CFG["N"]) == math.ceil(math.log(10000)) == 10
-    assert art._fluid_families(FLUID_CFG) == ["2", "sqrtN", "10"]
-    assert art._fluid_families(FLUID_CFG | {"d": [10, "logN"]}) == ["10", "logN"]
-    assert art._control_d([100, 1000, 10000, 100000]) == 12
-    points = art._fluid_points(FLUID_CFG | {"server_time": 1e6, "warmup": 10})
+    assert fluid._control_d(FLUID_CFG["N"]) == math.ceil(math.log(10000)) == 10
+    assert fluid._fluid_families(FLUID_CFG) == ["2", "sqrtN", "10"]
+    assert fluid._fluid_families(FLUID_CFG | {"d": [10, "logN"]}) == ["10", "logN"]
+    assert fluid._control_d([100, 1000, 10000, 100000]) == 12
+    points = fluid.points(FLUID_CFG | {"server_time": 1e6, "warmup": 10})
     assert {"d10-N100", "d10-N10000", "dsqrtN-N1000"} <= set(points)
 
 
 def test_fluid_validation_needs_a_growing_family_and_a_samplable_control():
     good = FLUID_CFG | {"server_time": 1e6, "warmup": 10}
-    art._validate_fluid(good)
+    fluid.validate(good)
     with pytest.raises(ConfigError, match="growing"):
-        art._validate_fluid(good | {"d": [2, 5]})
+        fluid.validate(good | {"d": [2, 5]})
     with pytest.raises(ConfigError, match="control"):
-        art._validate_fluid(good | {"N": [5, 100000]})
+        fluid.validate(good | {"N": [5, 100000]})
 
 
 def test_fluid_claims_hold_on_the_fluid_limits():
-    claims = art._check_fluid(fluid_rows(fluid_truth), FLUID_CFG)
+    claims = fluid.check(fluid_rows(fluid_truth), FLUID_CFG)
     texts = [c.claim for c in claims]
     # The "if" for the growing family, the "only if" and the plateau for both fixed d.
     assert sum("→ ∞: q₂ → 0" in t for t in texts) == 1
@@ -114,7 +114,7 @@ def test_fluid_if_fails_when_growing_d_does_not_drive_q2_to_zero():
             return LAM**11, 0.002
         return fluid_truth(family, N)
 
-    claims = art._check_fluid(fluid_rows(flat), FLUID_CFG)
+    claims = fluid.check(fluid_rows(flat), FLUID_CFG)
     assert failing(claims, "→ ∞: q₂ → 0")
     # The fixed-d claims are untouched, but the "only if" control now passes: inconclusive.
     only_if = [c for c in claims if "bounded away" in c.claim]
@@ -128,7 +128,7 @@ def test_fluid_only_if_fails_when_fixed_d_vanishes():
             return {100: 0.7, 1000: 0.2, 10000: 0.01}[N], 0.002
         return fluid_truth(family, N)
 
-    claims = art._check_fluid(fluid_rows(vanishing), FLUID_CFG)
+    claims = fluid.check(fluid_rows(vanishing), FLUID_CFG)
     assert failing(claims, "fixed d = 2: q₂ stays bounded away")
     assert failing(claims, "fixed d = 2: at the largest N")
 
@@ -139,13 +139,13 @@ def test_fluid_plateau_fails_away_from_the_supermarket_value():
             return LAM**12, 0.002  # the value of d = 11, not of d = 10
         return fluid_truth(family, N)
 
-    claims = art._check_fluid(fluid_rows(off), FLUID_CFG)
+    claims = fluid.check(fluid_rows(off), FLUID_CFG)
     assert failing(claims, "fixed d = 10: at the largest N")
 
 
 def test_fluid_empty_table_fails_loudly():
     with pytest.raises(EmptyComparisonError):
-        art._check_fluid([], FLUID_CFG)
+        fluid.check([], FLUID_CFG)
 
 
 # ----------------------------------------------------------------------- diffusion
@@ -167,7 +167,7 @@ def diffusion_rows(q2_of, idle=1.0):
         | {"ci_low": SDE_Q2 - 0.02, "ci_high": SDE_Q2 + 0.02, "batches": 20},
     ]
     for family in DIFF_CFG["d"]:
-        for N in art._diffusion_Ns(DIFF_CFG, family):
+        for N in diffusion._diffusion_Ns(DIFF_CFG, family):
             rows.append(sim(family, N, "idle", idle, 0.05))
             rows.append(sim(family, N, "q2", *q2_of(family, N)))
     return rows
@@ -191,28 +191,28 @@ def test_sqrt_n_log2_n_family():
 def test_diffusion_points_run_the_largest_n_only_where_needed():
     cfg = DIFF_CFG | {"horizon": 100, "warmup": 10}
     cfg["sde"] = {"dt": [0.02, 0.01], "horizon": 100, "warmup": 10, "scheme": "bridge"}
-    points = art._diffusion_points(cfg)
+    points = diffusion.points(cfg)
     assert "dsqrtNlog2N-N10000" in points and "dN-N10000" in points
     assert "dsqrtN-N10000" not in points and "dsqrtN-N1000" in points
     no_top = {k: v for k, v in cfg.items() if k != "largest_N_for"}
-    assert "dsqrtN-N10000" in art._diffusion_points(no_top)
+    assert "dsqrtN-N10000" in diffusion.points(no_top)
 
 
 def test_diffusion_validation_needs_a_family_above_and_one_below():
     cfg = DIFF_CFG | {"horizon": 100, "warmup": 10}
-    art._validate_diffusion(cfg)
+    diffusion.validate(cfg)
     with pytest.raises(ConfigError, match=r"^universality-diffusion\.d:"):
-        art._validate_diffusion(cfg | {"d": ["sqrtN", "sqrtNlogN"], "largest_N_for": ["sqrtN"]})
+        diffusion.validate(cfg | {"d": ["sqrtN", "sqrtNlogN"], "largest_N_for": ["sqrtN"]})
     with pytest.raises(ConfigError, match=r"^universality-diffusion\.d:"):
-        art._validate_diffusion(cfg | {"d": ["sqrtNlog2N", "N"]})
+        diffusion.validate(cfg | {"d": ["sqrtNlog2N", "N"]})
     with pytest.raises(ConfigError, match="largest_N_for"):
-        art._validate_diffusion(cfg | {"largest_N_for": ["sqrtN"]})
+        diffusion.validate(cfg | {"largest_N_for": ["sqrtN"]})
     with pytest.raises(ConfigError, match=r"largest_N_for\[0\]"):
-        art._validate_diffusion(cfg | {"largest_N_for": ["logN"]})
+        diffusion.validate(cfg | {"largest_N_for": ["logN"]})
 
 
 def test_diffusion_claims_hold_when_the_jsq_limit_is_approached():
-    claims = art._check_diffusion(diffusion_rows(diffusion_truth), DIFF_CFG)
+    claims = diffusion.check(diffusion_rows(diffusion_truth), DIFF_CFG)
     assert [c.kind for c in claims].count(CONSISTENCY) == 2
     assert sum("tends to the JSQ diffusion limit" in c.claim for c in claims) == 2
     assert sum("shrinks" in c.claim for c in claims) == 2
@@ -228,7 +228,7 @@ def test_diffusion_claims_fail_when_the_family_stays_away():
             return SDE_Q2 - 0.3, 0.03
         return diffusion_truth(family, N)
 
-    claims = art._check_diffusion(diffusion_rows(away), DIFF_CFG)
+    claims = diffusion.check(diffusion_rows(away), DIFF_CFG)
     assert failing(claims, "(log N)²⌉ ∧ N, d(N)/(√N log N) → ∞: E[Q₂/√N] tends")
     assert failing(claims, "(log N)²⌉ ∧ N: the distance")
     # JSQ's claims are untouched.
@@ -236,14 +236,42 @@ def test_diffusion_claims_fail_when_the_family_stays_away():
 
 
 def test_diffusion_consistency_fails_when_work_is_not_conserved():
-    claims = art._check_diffusion(diffusion_rows(diffusion_truth, idle=1.3), DIFF_CFG)
+    claims = diffusion.check(diffusion_rows(diffusion_truth, idle=1.3), DIFF_CFG)
     bad = [c for c in claims if not c.passed]
     assert bad and all(c.kind == CONSISTENCY and "work conservation" in c.claim for c in bad)
 
 
+def test_claims_on_replications_equal_claims_on_their_pooled_rows():
+    """The check pools replications first: splitting a point changes no claim of equal data."""
+    rows = diffusion_rows(diffusion_truth)
+    split = []
+    for r in rows:
+        if r["method"] == "sim" and r["N"] == 10000:
+            half = (r["ci_high"] - r["ci_low"]) / 2
+            # Two replications with the same mean and √2 the half-width pool back to r
+            # (up to the t quantiles' degrees of freedom).
+            for i in (1, 2):
+                split.append(
+                    r
+                    | {"replication": i, "batches": 200}
+                    | {"ci_low": r["value"] - math.sqrt(2) * half}
+                    | {"ci_high": r["value"] + math.sqrt(2) * half}
+                )
+        else:
+            split.append(r)
+
+    def outcomes(table: list[dict]) -> list[tuple]:
+        """Each claim's text, verdict and control verdict."""
+        claims = diffusion.check(table, DIFF_CFG)
+        return [(c.claim, c.passed, c.control and c.control["passed"]) for c in claims]
+
+    assert outcomes(split) == outcomes(rows)
+    assert any("replication" in r for r in split)
+
+
 def test_diffusion_empty_table_fails_loudly():
     with pytest.raises(EmptyComparisonError):
-        art._check_diffusion([], DIFF_CFG)
+        diffusion.check([], DIFF_CFG)
 
 
 # ------------------------------------------------------------------------ overhead
@@ -264,13 +292,13 @@ P_WAIT = {"1": (0.9, 0.01), "2": (0.8, 0.01), "sqrtN": (0.03, 0.002), "N": (0.00
 
 def test_overhead_validation_needs_the_compared_families():
     cfg = OVER_CFG | {"horizon": 100, "warmup": 10}
-    art._validate_overhead(cfg)
+    overhead.validate(cfg)
     with pytest.raises(ConfigError, match="sqrtN"):
-        art._validate_overhead(cfg | {"d": [1, 2, "N"]})
+        overhead.validate(cfg | {"d": [1, 2, "N"]})
 
 
 def test_overhead_claims_hold():
-    claims = art._check_overhead(overhead_rows(SOJOURN, P_WAIT), OVER_CFG)
+    claims = overhead.check(overhead_rows(SOJOURN, P_WAIT), OVER_CFG)
     assert len(claims) == 3
     assert_holds(claims)
     assert "d = 2" in claims[0].control["claim"]
@@ -278,7 +306,7 @@ def test_overhead_claims_hold():
 
 def test_overhead_claims_fail_when_sqrt_n_is_far_from_jsq_and_sampling_hurts():
     sojourn = SOJOURN | {"sqrtN": (2.5, 0.02)}  # worse than d = 2 and far from JSQ
-    claims = art._check_overhead(overhead_rows(sojourn, P_WAIT), OVER_CFG)
+    claims = overhead.check(overhead_rows(sojourn, P_WAIT), OVER_CFG)
     assert failing(claims, "JSQ's fluid-level delay is kept")
     assert failing(claims, "E[T] decreases in d")
     assert all(c.passed for c in claims if "P(wait > 0) decreases" in c.claim)
@@ -286,4 +314,4 @@ def test_overhead_claims_fail_when_sqrt_n_is_far_from_jsq_and_sampling_hurts():
 
 def test_overhead_empty_table_fails_loudly():
     with pytest.raises(EmptyComparisonError):
-        art._check_overhead([], OVER_CFG)
+        overhead.check([], OVER_CFG)

@@ -8,12 +8,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from lbrepro.artifacts import whittle  # noqa: F401 (registers the artifacts)
-from lbrepro.artifacts.registry import ARTIFACTS
+from lbrepro.artifacts.whittle import PAPER
 from lbrepro.core.errors import ConfigError
 from lbrepro.core.io import read_table, write_table
 from lbrepro.core.rng import stream
 
+ARTIFACTS = {a.id: a for a in PAPER.artifacts}
 SIM = {"batches": 10, "replace": True, "runtime_min": 5, "mem_mb": 1000}
 CFG = {
     "whittle-index-linear": {
@@ -67,6 +67,7 @@ def _run(aid: str, tmp_path) -> tuple[list, list]:
     return back, claims
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("aid", list(CFG))
 def test_artifact_runs(aid: str, tmp_path) -> None:
     rows, claims = _run(aid, tmp_path)

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from lbrepro.artifacts import whittle as wa
+from lbrepro.artifacts.whittle import compare, fcfs, gaps, index_linear, index_meanvar, indexability
 from lbrepro.core.claims import CONSISTENCY, REPRODUCED
 from lbrepro.core.verdicts import EmptyComparisonError
 
@@ -73,41 +73,39 @@ def test_index_linear_holds() -> None:
     # q-change between q = 0.5 and 0.8 is 0.75 (n + 1); d moves W by 0.01 per step (linear),
     # by 1.0 per step under the mean–variance control
     rows = _index_rows(0.0, 0.01, "W_meanvar", 1.0)
-    claims = wa._check_index_linear(rows, LIN_CFG)
+    claims = index_linear.check(rows, LIN_CFG)
     assert len(claims) == 3
     _assert_holds(claims)
 
 
 def test_index_linear_false() -> None:
     # d moves the linear index as much as q does: "q is the key parameter" must fail
-    claims = wa._check_index_linear(_index_rows(0.0, 1.0, "W_meanvar", 1.0), LIN_CFG)
+    claims = index_linear.check(_index_rows(0.0, 1.0, "W_meanvar", 1.0), LIN_CFG)
     assert not _by(claims, "q is the key parameter").passed
     # overloaded servers whose index does not depend on d: the q ≤ p finding must fail
-    claims = wa._check_index_linear(_index_rows(0.0, 0.01, "W_meanvar", 1.0, heavy=1.01), LIN_CFG)
+    claims = index_linear.check(_index_rows(0.0, 0.01, "W_meanvar", 1.0, heavy=1.01), LIN_CFG)
     assert not _by(claims, "overloaded").passed
     # a closed form off by 1e-6: the d = 1 check must fail
-    claims = wa._check_index_linear(
-        _index_rows(0.0, 0.01, "W_meanvar", 1.0, cf_offset=1e-6), LIN_CFG
-    )
+    claims = index_linear.check(_index_rows(0.0, 0.01, "W_meanvar", 1.0, cf_offset=1e-6), LIN_CFG)
     assert not _by(claims, "closed-form").passed
 
 
 def test_index_linear_needs_two_light_capacities() -> None:
     rows = [r for r in _index_rows(0.0, 0.01, "W_meanvar", 1.0) if r["q"] != 0.5]
     with pytest.raises(EmptyComparisonError):
-        wa._check_index_linear(rows, LIN_CFG | {"q": [0.2, 0.8]})
+        index_linear.check(rows, LIN_CFG | {"q": [0.2, 0.8]})
 
 
 # ----------------------------------------------------------------------------- index-meanvar
 def test_index_meanvar_holds() -> None:
-    claims = wa._check_index_meanvar(_index_rows(5.0, 1.0, "W_linear", 0.01), MV_CFG)
+    claims = index_meanvar.check(_index_rows(5.0, 1.0, "W_linear", 0.01), MV_CFG)
     assert len(claims) == 2
     _assert_holds(claims)
 
 
 def test_index_meanvar_false() -> None:
     # the mean–variance index barely depends on d: "strongly depends on d" must fail
-    claims = wa._check_index_meanvar(_index_rows(5.0, 0.01, "W_linear", 0.01), MV_CFG)
+    claims = index_meanvar.check(_index_rows(5.0, 0.01, "W_linear", 0.01), MV_CFG)
     assert not _by(claims, "strongly depends on d").passed
 
 
@@ -128,20 +126,20 @@ def _fcfs_rows(rel: float, ctrl: float, explicit: float = 1e-15) -> list[dict]:
 
 
 def test_fcfs_holds() -> None:
-    claims = wa._check_fcfs(_fcfs_rows(1e-13, 1e-2), {"nmax": 10})
+    claims = fcfs.check(_fcfs_rows(1e-13, 1e-2), {"nmax": 10})
     _assert_holds(claims)
     assert [c.kind for c in claims] == ["verdict", CONSISTENCY]
 
 
 def test_fcfs_false() -> None:
-    claims = wa._check_fcfs(_fcfs_rows(1e-4, 1e-2), {"nmax": 10})
+    claims = fcfs.check(_fcfs_rows(1e-4, 1e-2), {"nmax": 10})
     assert not _by(claims, "closed form in terms").passed
     # the control fails only if the perturbed closed form is rejected at every point
     rows = _fcfs_rows(1e-13, 1e-2)
     rows[3]["value"] = 1e-12
-    claims = wa._check_fcfs(rows, {"nmax": 10})
+    claims = fcfs.check(rows, {"nmax": 10})
     assert claims[0].control["passed"]  # a control that passes: the check would have no power
-    claims = wa._check_fcfs(_fcfs_rows(1e-13, 1e-2, explicit=1e-3), {"nmax": 10})
+    claims = fcfs.check(_fcfs_rows(1e-13, 1e-2, explicit=1e-3), {"nmax": 10})
     assert not claims[1].passed
 
 
@@ -160,16 +158,16 @@ def _indexability_rows(failed: int, control_failed: int) -> list[dict]:
 
 
 def test_indexability_holds() -> None:
-    claims = wa._check_indexability(_indexability_rows(0, 7), {"mmax": 6})
+    claims = indexability.check(_indexability_rows(0, 7), {"mmax": 6})
     assert len(claims) == 1
     _assert_holds(claims)
 
 
 def test_indexability_false() -> None:
-    claims = wa._check_indexability(_indexability_rows(1, 7), {"mmax": 6})
+    claims = indexability.check(_indexability_rows(1, 7), {"mmax": 6})
     assert not claims[0].passed
     with pytest.raises(EmptyComparisonError):
-        wa._check_indexability([], {"mmax": 6})
+        indexability.check([], {"mmax": 6})
 
 
 # ----------------------------------------------------------------------------- compare / gaps
@@ -212,7 +210,7 @@ def _gap_rows(rel: dict[str, float], sim_shift: float | None = None) -> list[dic
 
 
 def test_gaps_holds() -> None:
-    claims = wa._gap_claims(_gap_rows(GOOD), GAP_CFG)
+    claims = gaps.check(_gap_rows(GOOD), GAP_CFG)
     assert len(claims) == 8
     _assert_holds(claims)
     assert all(c.source == "paper" for c in claims[:4])
@@ -220,19 +218,19 @@ def test_gaps_holds() -> None:
 
 
 def test_gaps_false() -> None:
-    claims = wa._gap_claims(_gap_rows(GOOD | {"whittle": 1.2}), GAP_CFG)
+    claims = gaps.check(_gap_rows(GOOD | {"whittle": 1.2}), GAP_CFG)
     assert not _by(claims, "close to optimal").passed
     assert not _by(claims, "smallest mean gap").passed
     # JSQ exactly as good as Whittle everywhere: "can outperform JSQ" must fail
-    claims = wa._gap_claims(_gap_rows(GOOD | {"jsq": 1.01}), GAP_CFG)
+    claims = gaps.check(_gap_rows(GOOD | {"jsq": 1.01}), GAP_CFG)
     assert not _by(claims, "can outperform JSQ").passed
     # JSEW better than Whittle: the stricter "never worse" must fail
-    claims = wa._gap_claims(_gap_rows(GOOD | {"jsew": 1.005}), GAP_CFG)
+    claims = gaps.check(_gap_rows(GOOD | {"jsew": 1.005}), GAP_CFG)
     assert not _by(claims, "never worse than JSEW").passed
 
 
 def test_compare_holds() -> None:
-    claims = wa._check_compare(_gap_rows(GOOD, sim_shift=0.0), GAP_CFG | {"slots": 1})
+    claims = compare.check(_gap_rows(GOOD, sim_shift=0.0), GAP_CFG | {"slots": 1})
     assert len(claims) == 5
     _assert_holds(claims)
     assert claims[0].source == "lbrepro"
@@ -240,18 +238,16 @@ def test_compare_holds() -> None:
 
 def test_compare_false() -> None:
     # the simulation 3% above every exact cost (CI ± 0.2%): the cross-check must fail
-    claims = wa._check_compare(_gap_rows(GOOD, sim_shift=0.03), GAP_CFG | {"slots": 1})
+    claims = compare.check(_gap_rows(GOOD, sim_shift=0.03), GAP_CFG | {"slots": 1})
     assert not claims[0].passed
-    claims = wa._check_compare(
+    claims = compare.check(
         _gap_rows(GOOD | {"whittle": 1.2}, sim_shift=0.0), GAP_CFG | {"slots": 1}
     )
     assert not _by(claims, "close to optimal").passed
-    claims = wa._check_compare(
-        _gap_rows(GOOD | {"jsew": 1.01}, sim_shift=0.0), GAP_CFG | {"slots": 1}
-    )
+    claims = compare.check(_gap_rows(GOOD | {"jsew": 1.01}, sim_shift=0.0), GAP_CFG | {"slots": 1})
     assert not _by(claims, "can outperform JSEW").passed
     with pytest.raises(EmptyComparisonError):
-        wa._check_compare(_gap_rows(GOOD), GAP_CFG)
+        compare.check(_gap_rows(GOOD), GAP_CFG)
 
 
 # ----------------------------------------------------------------------------- the model's control

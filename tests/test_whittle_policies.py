@@ -198,3 +198,45 @@ def test_whittle_equals_jsq_for_identical_servers() -> None:
     a = chain.index_route(wp.priorities(system, "whittle", 12))
     b = chain.index_route(wp.priorities(system, "jsq", 12))
     assert np.array_equal(a, b)
+
+
+def test_cli_warmup_default_is_one_hundredth_of_the_horizon() -> None:
+    """The default lives in cli_simulate's signature (the CLI reads it): 1% of the horizon."""
+    assert wp.MODEL.defaults("simulate")["warmup"] is None
+    args = dict(p=0.5, q="0.3,0.6", d="1,inf", horizon=20_000, policy="jsq", seed=4)
+    default = wp.cli_simulate(**args)
+    explicit = wp.cli_simulate(**args, warmup=200)
+    assert default["mean_cost"] == explicit["mean_cost"]
+    assert default["events"] == explicit["events"]
+    assert default["mean_cost"] != wp.cli_simulate(**args, warmup=2_000)["mean_cost"]
+
+
+@pytest.mark.parametrize(("spec", "B"), [(SYS2, 12), (SYS3, 6)])
+def test_fused_kernels_equal_the_array_form_bit_for_bit(spec, B) -> None:
+    """rvi() and evaluate() run fused kernels; the array form (action_values, step_forward)
+    iterated the same way must give the very same numbers."""
+    system = wp.System.make(**spec, cost="meanvar", beta=1.0)
+    chain = wp.JointChain(system, B)
+    h = np.zeros(chain.shape)
+    for it in range(1, 200_000):  # noqa: B007 (compared after the loop)
+        Th = chain.cost + np.where(chain.allowed, chain.action_values(h), np.inf).min(axis=0)
+        lo, hi = float((Th - h).min()), float((Th - h).max())
+        h = Th - Th[(0,) * system.K]
+        if hi - lo < 1e-9 * max(1.0, abs(hi)):
+            break
+    res = chain.rvi()
+    assert (res["iterations"], res["g_low"], res["g_high"]) == (it, lo, hi)
+    assert np.array_equal(res["h"], h)
+    route = chain.index_route(wp.priorities(system, "whittle", B))
+    mu = np.zeros(chain.shape)
+    mu[(0,) * system.K] = 1.0
+    for steps in range(1, 200_000):  # noqa: B007 (compared after the loop)
+        new = chain.step_forward(mu, route)
+        change, mu = float(np.abs(new - mu).sum()), new
+        if change < 1e-13:
+            break
+    mu /= mu.sum()
+    ev = chain.evaluate(route)
+    assert ev["iterations"] == steps
+    assert ev["cost"] == float((mu * chain.cost).sum())
+    assert ev["boundary_mass"] == float(mu[chain.boundary].sum())

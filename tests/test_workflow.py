@@ -1,10 +1,9 @@
-"""The Snakemake workflow: lint, DAG (locally and with the SLURM profile), config errors, and
-the quick profile end to end with the report checked in a real headless browser."""
+"""The Snakemake workflow: formatting and lint, DAG (locally and with the SLURM profile), config
+errors, and the quick profile end to end (run once per session, see ``quick_run`` in conftest):
+its outputs, claims, rerun, Snakemake's own report, and our report in a real headless browser."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,28 +16,32 @@ from lbrepro.core.claims import read_checks
 from lbrepro.core.io import read_table
 
 ROOT = Path(__file__).resolve().parents[1]
-SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 DEFAULT = ["--configfile", str(ROOT / "config" / "config.yaml")]
 QUICK = ["--configfile", str(ROOT / "config" / "config.yaml"), str(ROOT / "config" / "quick.yaml")]
 
 
-def snakemake(*args: str, cwd: Path = ROOT, timeout: int = 600) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [*SNAKEMAKE, "--snakefile", str(ROOT / "Snakefile"), *args],
-        cwd=cwd,
+def test_snakefmt_is_clean():
+    """The Snakefile and rules are formatted as snakefmt writes them (pyproject's line length)."""
+    run = subprocess.run(
+        [sys.executable, "-m", "snakefmt", "--check", "Snakefile", "workflow"],
+        cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=timeout,
+        timeout=120,
     )
-
-
-def test_lint_is_clean():
-    run = snakemake("--lint")
     assert run.returncode == 0, run.stdout + run.stderr
 
 
-def test_dry_run_builds_the_full_dag(tmp_path):
-    run = snakemake("-n", "--cores", "1", "--directory", str(tmp_path), *DEFAULT)
+def test_lint_is_clean(run_snakemake):
+    """`snakemake --lint` finds nothing to complain about."""
+    run = run_snakemake("--lint")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "Congratulations" in run.stdout + run.stderr
+
+
+def test_dry_run_builds_the_full_dag(run_snakemake, tmp_path):
+    """A dry run of the default config plans every enabled artifact and the report."""
+    run = run_snakemake("-n", "--cores", "1", "--directory", str(tmp_path), *DEFAULT)
     assert run.returncode == 0, run.stderr
     out = run.stdout + run.stderr
     config = load_config(ROOT / "config" / "config.yaml")
@@ -47,10 +50,11 @@ def test_dry_run_builds_the_full_dag(tmp_path):
     assert "report" in out
 
 
-def test_dry_run_with_slurm_profile(tmp_path):
+def test_dry_run_with_slurm_profile(run_snakemake, tmp_path):
+    """A dry run through the SLURM profile plans the compute jobs."""
     pytest.importorskip("snakemake_executor_plugin_slurm")
     profile = ROOT / "workflow" / "profiles" / "slurm"
-    run = snakemake(
+    run = run_snakemake(
         "-n", "--workflow-profile", str(profile), "--directory", str(tmp_path), *DEFAULT
     )
     assert run.returncode == 0, run.stdout + run.stderr
@@ -66,10 +70,11 @@ def test_dry_run_with_slurm_profile(tmp_path):
         ("supermarket-tail:\n  colour: red\n", "supermarket-tail.colour"),
     ],
 )
-def test_bad_config_stops_before_any_job(tmp_path, override, key):
+def test_bad_config_stops_before_any_job(run_snakemake, tmp_path, override, key):
+    """A bad config stops Snakemake with one line naming the key, before any job."""
     bad = tmp_path / "bad.yaml"
     bad.write_text(override)
-    run = snakemake(
+    run = run_snakemake(
         "-n",
         "--cores",
         "1",
@@ -86,17 +91,16 @@ def test_bad_config_stops_before_any_job(tmp_path, override, key):
     assert not (tmp_path / "results").exists()
 
 
+# ------------------------------------------------- the quick profile, run once (conftest)
 # The `method` values of the data contract (README, "Outputs").
 METHODS = {"cf", "mf", "rmf", "sim", "sde", "mdp", "published", "path"}
+QUICK_CONFIG = load_config(ROOT / "config" / "config.yaml", ROOT / "config" / "quick.yaml")
 
 
-@pytest.mark.slow
-def test_quick_profile_end_to_end(tmp_path):
-    run = snakemake("--cores", "2", "--directory", str(tmp_path), *QUICK, timeout=900)
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    config = load_config(ROOT / "config" / "config.yaml", ROOT / "config" / "quick.yaml")
-    for artifact in registry.enabled(config):
-        paths = {k: tmp_path / v for k, v in artifact.paths().items()}
+def test_quick_profile_writes_every_output(quick_run):
+    """The quick run writes every table, figure, check file and the report."""
+    for artifact in registry.enabled(QUICK_CONFIG):
+        paths = {k: quick_run.directory / v for k, v in artifact.paths().items()}
         for path in paths.values():
             assert path.is_file() and path.stat().st_size > 0, path
         rows = read_table(paths["table"])
@@ -104,9 +108,32 @@ def test_quick_profile_end_to_end(tmp_path):
         for row in rows:
             assert row["method"] in METHODS, row
             if row["method"] == "sim" and not row.get("diverged"):
-                assert row["ci_low"] <= row["value"] <= row["ci_high"]
+                assert row["ci_low"] <= row["ci_high"], row
                 assert row["N"] is not None and row["seed"] is not None
-        for claim in read_checks(paths["checks"]):
+    html = (quick_run.directory / "report" / "index.html").read_text()
+    assert "supermarket-tail" in html and "supermarket-accuracy" in html
+    assert any(quick_run.directory.glob("benchmarks/**/*.tsv"))
+
+
+def test_quick_profile_simulation_meets_the_exact_answer(quick_run, agrees):
+    """At d = 1 the supermarket model is N independent M/M/1 queues: u_k = ρ^k exactly at
+    every N, and E[jobs per server] = ρ/(1 − ρ). The workflow's simulated values must agree
+    (one interval per value, widened for the family)."""
+    rows = read_table(quick_run.directory / "results/supermarket/supermarket-tail.csv")
+    sim = [r for r in rows if r["method"] == "sim" and r["d"] == 1]
+    assert len(sim) >= 10
+    for row in sim:
+        rho = row["rho"]
+        exact = rho ** row["k"] if row["quantity"] == "u" else rho / (1 - rho)
+        ci = (row["ci_low"], row["ci_high"])
+        assert agrees(row["value"], ci, exact, batches=row["batches"], comparisons=len(sim)), row
+
+
+def test_quick_profile_claims_carry_failing_controls(quick_run):
+    """Every passing claim of the quick run shows a failing control."""
+    for artifact in registry.enabled(QUICK_CONFIG):
+        checks = quick_run.directory / artifact.paths()["checks"]
+        for claim in read_checks(checks):
             assert set(claim) >= {"claim", "expected", "measured", "tolerance", "passed"}
             # Every verdict can go the other way: a claim that passes shows that its control,
             # computed in the same run, fails (a failing claim has already shown it can fail).
@@ -114,23 +141,41 @@ def test_quick_profile_end_to_end(tmp_path):
                 assert claim.get("control"), (artifact.id, claim["claim"])
                 if claim["passed"]:
                     assert claim["control"]["passed"] is False, (artifact.id, claim)
-    report = tmp_path / "report" / "index.html"
-    html = report.read_text()
-    assert "supermarket-tail" in html and "supermarket-accuracy" in html
-    assert any(tmp_path.glob("benchmarks/**/*.tsv"))
 
-    # Rerunning with an unchanged config has nothing to do.
-    again = snakemake("-n", "--cores", "1", "--directory", str(tmp_path), *QUICK)
+
+def test_quick_profile_rerun_has_nothing_to_do(quick_run, run_snakemake):
+    """Rerunning the quick profile unchanged has nothing to do."""
+    again = run_snakemake("-n", "--cores", "1", "--directory", str(quick_run.directory), *QUICK)
     assert "Nothing to be done" in again.stdout + again.stderr
 
-    # The report works opened from disk in a real browser.
+
+def test_snakemake_report_beside_ours(quick_run, run_snakemake):
+    """`snakemake --report` builds Snakemake's own report (figures and tables by paper, with
+    captions) beside ours, without touching report/index.html."""
+    ours = (quick_run.directory / "report" / "index.html").read_bytes()
+    run = run_snakemake(
+        "--report",
+        "report/snakemake.html",
+        "--directory",
+        str(quick_run.directory),
+        *QUICK,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    page = quick_run.directory / "report" / "snakemake.html"
+    assert page.stat().st_size > 100_000
+    html = page.read_text(encoding="utf-8", errors="replace")
+    for artifact in registry.enabled(QUICK_CONFIG):
+        assert artifact.id in html, artifact.id
+    assert (quick_run.directory / "report" / "index.html").read_bytes() == ours
+
+
+def test_quick_profile_report_in_a_real_browser(quick_run, browser):
+    """The quick run's report loads in Chromium with its images and a clean console."""
     from lbrepro.report.browser import check_page
 
-    if not (shutil.which("chromium") and shutil.which("chromedriver")):
-        if os.environ.get("CI") == "true":
-            pytest.fail("chromium/chromedriver missing in CI: .ci/run must install them")
-        pytest.skip("chromium not installed")
-    result = check_page(report, tmp_path / "report.png")
+    report = quick_run.directory / "report" / "index.html"
+    shot = quick_run.directory / "report.png"
+    result = check_page(report, shot)
     assert result["images_total"] >= 2 and not result["broken"], result
     assert not result["severe"], result
-    assert (tmp_path / "report.png").stat().st_size > 10_000
+    assert shot.stat().st_size > 10_000

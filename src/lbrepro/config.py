@@ -21,7 +21,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import yaml
 
 from lbrepro.core.errors import ConfigError
@@ -93,8 +92,8 @@ def _dotted(path: Any) -> str:
     return key or "<config>"
 
 
-def _schema_error(error: jsonschema.ValidationError) -> ConfigError:
-    """Turn a jsonschema error into a ConfigError that names the offending key itself."""
+def _schema_error(error: Any) -> ConfigError:
+    """Turn a jsonschema ValidationError into a ConfigError that names the offending key."""
     path = list(error.absolute_path)
     if error.validator == "additionalProperties" and isinstance(error.instance, Mapping):
         allowed = set(error.schema.get("properties", {}))
@@ -136,8 +135,14 @@ def assemble_schema(
 
 
 @functools.lru_cache(maxsize=8)
-def _validator(schema_json: str) -> jsonschema.Draft202012Validator:
-    """The schema's validator, built once per schema (the CLI and the tests call it often)."""
+def _validator(schema_json: str) -> Any:
+    """The schema's validator, built once per schema (the CLI and the tests call it often).
+
+    jsonschema is imported here, not at the top: a compute job never validates, and its
+    import costs every one of the pipeline's hundreds of jobs.
+    """
+    import jsonschema
+
     return jsonschema.Draft202012Validator(json.loads(schema_json))
 
 

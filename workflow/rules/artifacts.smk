@@ -1,11 +1,19 @@
-# Per artifact: collect the point tables, plot the figure, check the claims.
+# Per artifact: collect the point tables, plot the figure, check the claims. Tables, figures and
+# claim checks are marked for `snakemake --report report/snakemake.html` (Snakemake's own report,
+# one category per paper, beside ours in report/index.html); captions in workflow/report/.
 
 
 rule collect_table:
     input:
         point_files,
     output:
-        TABLE,
+        report(
+            TABLE,
+            caption="../report/table.rst",
+            category=paper_title,
+            subcategory="{artifact}",
+            labels=report_labels("table"),
+        ),
     log:
         "logs/{slug}/{artifact}/collect_table.log",
     benchmark:
@@ -21,7 +29,13 @@ rule plot_figure:
     input:
         table=rules.collect_table.output[0],
     output:
-        png=FIGURE_PNG,
+        png=report(
+            FIGURE_PNG,
+            caption="../report/figure.rst",
+            category=paper_title,
+            subcategory="{artifact}",
+            labels=report_labels("figure"),
+        ),
         svg=FIGURE_SVG,
     log:
         "logs/{slug}/{artifact}/plot_figure.log",
@@ -38,7 +52,13 @@ rule check_claims:
     input:
         table=rules.collect_table.output[0],
     output:
-        CHECKS,
+        report(
+            CHECKS,
+            caption="../report/checks.rst",
+            category=paper_title,
+            subcategory="{artifact}",
+            labels=report_labels("claim checks"),
+        ),
     log:
         "logs/{slug}/{artifact}/check_claims.log",
     benchmark:

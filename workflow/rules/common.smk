@@ -6,6 +6,7 @@ import sys
 
 from lbrepro.artifacts.registry import (
     CHECKS,
+    papers,
     FIGURE_PNG,
     FIGURE_SVG,
     POINT,
@@ -73,6 +74,22 @@ def params_of_point(wildcards):
         "seed": config["seed"],
         **point_params(config, wildcards.artifact, wildcards.point),
     }
+
+
+def paper_title(wildcards):
+    """The report category of an artifact's outputs: its paper's title."""
+    return papers()[wildcards.slug].title
+
+
+def report_labels(what):
+    """The labels of an output in Snakemake's report: which artifact, what it shows, which file."""
+
+    def labels(wildcards):
+        """The artifact's id and title, and which of its files this is."""
+        artifact = get_artifact(wildcards.artifact)
+        return {"artifact": artifact.id, "title": artifact.title, "file": what}
+
+    return labels
 
 
 def report_inputs(wildcards):

@@ -4,17 +4,17 @@
 rule compute_point:
     output:
         POINT,
-    params:
-        point=params_of_point,
     log:
         "logs/{slug}/{artifact}/{point}.log",
     benchmark:
         "benchmarks/{slug}/{artifact}/{point}.tsv"
+    conda:
+        "../../environment.yml"
     threads: 1
     resources:
         runtime=config["simulation"].get("runtime_min", 30),
         mem_mb=config["simulation"].get("mem_mb", 1000),
-    conda:
-        "../../environment.yml"
+    params:
+        point=params_of_point,
     script:
         "../scripts/compute_point.py"

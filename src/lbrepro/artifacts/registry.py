@@ -10,7 +10,6 @@ a small wide table for the report. ``cfg`` is the artifact's own config section.
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 import pkgutil
 from collections.abc import Callable, Mapping
@@ -50,7 +49,7 @@ class Paper:
 
 @dataclass(frozen=True)
 class Artifact:
-    """One figure or table of artifacts.md and the functions that produce it."""
+    """One figure or table of a paper and the functions that produce it."""
 
     id: str
     slug: str
@@ -80,116 +79,9 @@ class Artifact:
         return paths
 
 
-# Papers not yet converted to a package (transitional: each entry goes when its package lands).
-_LEGACY_PAPERS: dict[str, Paper] = {
-    "supermarket": Paper(
-        slug="supermarket",
-        title="The supermarket model: JSQ(d), the power of d choices",
-        authors="Mitzenmacher (1996/2001); Vvedenskaya, Dobrushin & Karpelevich (1996)",
-        citation=(
-            "M. Mitzenmacher, The power of two choices in randomized load balancing, IEEE TPDS "
-            "12(10), 2001; N. D. Vvedenskaya, R. L. Dobrushin, F. I. Karpelevich, Queueing "
-            "system with selection of the shortest of two queues, Probl. Inf. Transm. 32, 1996."
-        ),
-        summary=(
-            "The baseline every paper builds on: with d ≥ 2 random choices the fraction of "
-            "servers with at least k jobs decays doubly exponentially, and the mean field is "
-            "exact as N → ∞ with an O(1/N) error that the refined mean field (Gast & Van Houdt "
-            "2017) corrects."
-        ),
-    ),
-    "hetero": Paper(
-        "hetero",
-        "Randomized Assignment of Jobs to Servers in Heterogeneous Clusters of Shared Servers "
-        "for Low Delay",
-        "A. Mukhopadhyay, A. Karthik & R. R. Mazumdar",
-        "Mukhopadhyay, Karthik & Mazumdar, Randomized Assignment of Jobs to Servers in "
-        "Heterogeneous Clusters of Shared Servers for Low Delay (seed text 000).",
-        (
-            "Processor-sharing servers of several types (fractions γ_j, capacities C_j). "
-            "Schemes 1 and 2 sample d_j servers of every type and send the job to the least "
-            "occupied one (Scheme 1) or the one offering the largest rate per job C_j/q "
-            "(Scheme 2). The paper claims: both schemes are stable up to the full capacity "
-            "μΣγ_jC_j, whereas SQ(d) over the whole system is not; the mean-field equilibrium "
-            "is unique and every type's tail decays doubly exponentially; the schemes need no "
-            "estimate of the arrival rate and can beat a type-based split tuned for the wrong "
-            "load; the mean field becomes exact as N → ∞ (propagation of chaos)."
-        ),
-        "000_f403dd77859fed04.txt",
-    ),
-    "whittle": Paper(
-        "whittle",
-        "Load balancing with heterogeneous schedulers",
-        "U. Ayesta, M. Gupta & I. M. Verloop",
-        "Ayesta, Gupta & Verloop, Load balancing with heterogeneous schedulers (seed text 001).",
-        (
-            "A dispatcher sends each arriving job (probability p per slot) to one of K servers, "
-            "each serving up to d jobs at a time (limited processor sharing, capacity q). "
-            "Treating every server as a restless bandit gives Whittle's index, in closed form "
-            "for FCFS (d = 1). The paper claims: with a linear cost q is the key parameter and "
-            "d matters little, with a mean–variance cost the index depends strongly on d; the "
-            "problem is indexable; the Whittle policy is close to optimal and beats JSQ, JSEW "
-            "and random routing (RSA)."
-        ),
-        "001_3e39dc65d2748ae7.txt",
-    ),
-    "general": Paper(
-        "general",
-        "Doubly Exponential Solution for Randomized Load Balancing Models with General Service "
-        "Times",
-        "Q.-L. Li & J. C. S. Lui",
-        "Li & Lui, Doubly Exponential Solution for Randomized Load Balancing Models with General "
-        "Service Times (seed text 002).",
-        (
-            "JSQ(d) with a general service-time law. The paper publishes a doubly exponential "
-            "fixed point Π_k built from θ = ∫(μḠ)^d and a sojourn time from it, and claims θ "
-            "decreases in the Erlang order and in d, and that the tail is doubly exponential "
-            "even for heavy-tailed service. The pipeline reproduces the closed form as "
-            "published and sets it beside the exact mean field for phase-type service and "
-            "simulation, to measure by how much it is off."
-        ),
-        "002_3a4bd09b05630962.txt",
-    ),
-    "affinity": Paper(
-        "affinity",
-        "Job Allocation in Large-Scale Service Systems with Affinity Relations",
-        "E. Cardinaels, S. C. Borst & J. S. H. van Leeuwaarden",
-        "Cardinaels, Borst & van Leeuwaarden, Job Allocation in Large-Scale Service Systems with "
-        "Affinity Relations (seed text 003).",
-        (
-            "Type-I jobs can only run on d1 primary servers, type-II jobs on any idle server. "
-            "The paper claims: Table 1's coupling thresholds d(k) for N = 50; a threshold d1* "
-            "above which the fluid limit has two locally stable fixed points (no queueing and "
-            "queueing), with the published Fig. 5 fixed point and an immediate-switch fraction "
-            "1/4; CM's mean queue slightly above JSQ(d1)'s while JSQ(d1)'s variance is almost "
-            "twice CM's; type-I waiting far below JSQ(d1)'s; and, at finite N, switching "
-            "between the two quasi-stable states whose residence times grow with N."
-        ),
-        "003_3c8c8e448fde314c.txt",
-    ),
-    "universality": Paper(
-        "universality",
-        "Universality of Power-of-d Load Balancing Schemes",
-        "D. Mukherjee, S. C. Borst, J. S. H. van Leeuwaarden & P. A. Whiting",
-        "Mukherjee, Borst, van Leeuwaarden & Whiting, Universality of Power-of-d Load Balancing "
-        "Schemes, 2016, doi:10.1145/3003977.3003990 (seed text 004).",
-        "JSQ(d(N)) matches JSQ at fluid scale iff d(N) → ∞ and at diffusion scale if "
-        "d(N)/(√N log N) → ∞.",
-        "004_6c04174d50f55b0a.txt",
-    ),
-}
-
 PAPERS: dict[str, Paper] = {}
 ARTIFACTS: dict[str, Artifact] = {}
 _loaded = False
-
-
-def register(artifact: Artifact) -> Artifact:
-    """Add an artifact of a not-yet-converted flat module (transitional)."""
-    if artifact.id in ARTIFACTS:
-        raise ValueError(f"artifact {artifact.id!r} registered twice")
-    ARTIFACTS[artifact.id] = artifact
-    return artifact
 
 
 def _add_paper(paper: Paper) -> None:
@@ -210,11 +102,10 @@ def _add_paper(paper: Paper) -> None:
 
 def paper_packages() -> list[str]:
     """The module names of every paper under ``lbrepro.artifacts`` (found, not listed)."""
-    import lbrepro.artifacts as package
-
+    package = __name__.rpartition(".")[0]  # lbrepro.artifacts, whose directory holds this file
     return [
-        f"{package.__name__}.{info.name}"
-        for info in pkgutil.iter_modules(package.__path__)
+        f"{package}.{info.name}"
+        for info in pkgutil.iter_modules([str(Path(__file__).parent)])
         if info.name != "registry" and not info.name.startswith("_")
     ]
 
@@ -230,8 +121,6 @@ def _load() -> None:
         paper = getattr(module, "PAPER", None)
         if isinstance(paper, Paper):
             found[paper.slug] = paper
-    for i, (slug, paper) in enumerate(_LEGACY_PAPERS.items()):
-        found.setdefault(slug, dataclasses.replace(paper, order=10 * (i + 1)))
     for paper in sorted(found.values(), key=lambda p: (p.order, p.slug)):
         _add_paper(paper)
     for artifact in ARTIFACTS.values():
@@ -254,7 +143,21 @@ def all_artifacts() -> list[Artifact]:
 
 
 def get(artifact_id: str) -> Artifact:
-    """The artifact with this id; KeyError lists the known ids."""
+    """The artifact with this id; KeyError lists the known ids.
+
+    A job needs one artifact: when the id starts with a paper package's name
+    (``supermarket-tail`` → ``supermarket``), only that package is imported, so a job does not
+    pay for importing every other paper (about a second per job over hundreds of jobs).
+    """
+    if artifact_id not in ARTIFACTS:
+        prefix = artifact_id.split("-", 1)[0]
+        for name in paper_packages():
+            if name.rpartition(".")[2] == prefix:
+                paper = getattr(importlib.import_module(name), "PAPER", None)
+                if isinstance(paper, Paper) and any(a.id == artifact_id for a in paper.artifacts):
+                    return next(a for a in paper.artifacts if a.id == artifact_id)
+    if artifact_id in ARTIFACTS:
+        return ARTIFACTS[artifact_id]
     _load()
     try:
         return ARTIFACTS[artifact_id]

@@ -39,7 +39,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats as _sps
+
+# The quantile functions themselves, not scipy.stats: importing scipy.stats costs every job
+# about 0.6 s, and t.ppf, norm.ppf and norm.sf are these same functions (bit for bit).
+from scipy.special import ndtr, ndtri, stdtrit
 
 from lbrepro.core.errors import ConfigError
 
@@ -47,9 +50,12 @@ __all__ = [
     "Batching",
     "Estimate",
     "batch_means_ci",
+    "bonferroni_factor",
     "choose_batching",
     "merge_batches",
     "mser5",
+    "normal_quantile",
+    "t_quantile",
     "von_neumann",
 ]
 
@@ -128,7 +134,7 @@ def batch_means_ci(
     sd = x.std(axis=0, ddof=1)
     if ar1 and B >= 4:
         sd = sd * np.sqrt(_ar1_inflation(x))
-    quantile = _sps.t.ppf(0.5 + level / 2.0, B - 1)
+    quantile = t_quantile(0.5 + level / 2.0, B - 1)
     half = quantile * sd / np.sqrt(B)
     low = mean - half
     high = mean + half
@@ -143,6 +149,16 @@ def batch_means_ci(
     return Estimate(mean, low, high, half, B)
 
 
+def t_quantile(p: float, dof: float) -> float:
+    """The p-quantile of Student's t with ``dof`` degrees of freedom (= scipy.stats.t.ppf)."""
+    return float(stdtrit(dof, p))
+
+
+def normal_quantile(p: float) -> float:
+    """The p-quantile of the standard normal (= scipy.stats.norm.ppf)."""
+    return float(ndtri(p))
+
+
 def bonferroni_factor(batches: int, comparisons: int, level: float = 0.95) -> float:
     """How much wider a family-wise interval over ``comparisons`` checks is than one interval.
 
@@ -152,7 +168,7 @@ def bonferroni_factor(batches: int, comparisons: int, level: float = 0.95) -> fl
     """
     alpha = 1.0 - level
     dof = batches - 1
-    return float(_sps.t.ppf(1 - alpha / (2 * comparisons), dof) / _sps.t.ppf(1 - alpha / 2, dof))
+    return t_quantile(1 - alpha / (2 * comparisons), dof) / t_quantile(1 - alpha / 2, dof)
 
 
 def _lag1(x: np.ndarray) -> np.ndarray:
@@ -195,7 +211,7 @@ def von_neumann(x: np.ndarray) -> tuple[float, float]:
         return 0.0, 1.0
     c = 1.0 - float(np.sum(np.diff(x) ** 2)) / (2.0 * den)
     sd = math.sqrt((B - 2.0) / (B * B - 1.0))
-    return c, float(_sps.norm.sf(c / sd))
+    return c, float(ndtr(-c / sd))  # the normal upper tail P(Z > c / sd)
 
 
 def mser5(x: np.ndarray, *, max_fraction: float = 0.5) -> int:

@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from lbrepro.core.stats import Estimate, bonferroni_factor
+from lbrepro.core.stats import Estimate, bonferroni_factor, normal_quantile, t_quantile
 
 __all__ = [
     "EmptyComparisonError",
@@ -117,9 +117,7 @@ def _widening(estimates: Sequence[Estimate], comparisons: int) -> float:
         return 1.0
     if dofs:
         return bonferroni_factor(min(dofs), comparisons)
-    from scipy.stats import norm
-
-    return float(norm.ppf(1 - 0.05 / (2 * comparisons)) / Z95)
+    return normal_quantile(1 - 0.05 / (2 * comparisons)) / Z95
 
 
 def within(
@@ -284,10 +282,8 @@ class SlopeFit:
 
     def interval(self, level: float = 0.95) -> tuple[float, float]:
         """The slope's two-sided confidence interval."""
-        from scipy.stats import norm, t
-
         p = 0.5 + level / 2
-        q = float(norm.ppf(p)) if self.known_errors else float(t.ppf(p, max(self.dof, 1)))
+        q = normal_quantile(p) if self.known_errors else t_quantile(p, max(self.dof, 1))
         return self.slope - q * self.se, self.slope + q * self.se
 
 

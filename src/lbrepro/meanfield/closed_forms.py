@@ -20,10 +20,18 @@ def doubly_exponential_exponent(d: int, k: int) -> int:
 
 
 def doubly_exponential_tail(rho: float, d: int, levels: int) -> np.ndarray:
-    """u_0..u_levels of JSQ(d) at load ρ (u_0 = 1); exponents capped so ρ^e underflows to 0."""
+    """u_0..u_levels of JSQ(d) at load ρ (u_0 = 1).
+
+    The exponent is an exact integer that may exceed any float; ρ^e is set to 0 once
+    e·log ρ < −800 (below the smallest float), and computed exactly otherwise, so ρ near 1
+    keeps its slow decay.
+    """
     out = np.empty(levels + 1, dtype=float)
+    log_rho = math.log(rho) if rho > 0 else -math.inf
     for k in range(levels + 1):
-        out[k] = rho ** float(min(doubly_exponential_exponent(d, k), 10**6))
+        e = doubly_exponential_exponent(d, k)
+        underflows = e > 10**300 or (e > 0 and e * log_rho < -800.0)
+        out[k] = 0.0 if underflows else rho ** float(e)
     return out
 
 

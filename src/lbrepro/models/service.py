@@ -1,9 +1,10 @@
-"""Service-time distributions for the supermarket model with general service (models.md §C).
+"""Service-time distributions for the supermarket model with general service (docs/models.md §C).
 
 One small family of objects: each distribution knows its survival function Ḡ(x), its first
 two moments, a NumPy sampler, a phase-type representation (α, S) where one exists, and a
-numeric code plus a parameter vector that the numba kernel (``lbrepro.sim.general_service``)
-dispatches on, so the simulation samples exactly the distribution the formulas use.
+numeric code plus a parameter vector that the numba kernel dispatches on (the encoding of
+:mod:`lbrepro.sim.service_sampling`), so the simulation samples exactly the distribution the
+formulas use.
 
 Families (parameters, all > 0):
 
@@ -30,6 +31,7 @@ from scipy import special
 
 from lbrepro.core.args import float_arg, int_arg
 from lbrepro.core.errors import ConfigError
+from lbrepro.sim.service_sampling import CODES, ServiceSampling, encode
 
 __all__ = [
     "CODES",
@@ -45,26 +47,6 @@ __all__ = [
     "weibull",
 ]
 
-# Kernel dispatch codes (lbrepro.sim.general_service._sample_service reads the same numbers).
-CODE_EXPONENTIAL = 0
-CODE_ERLANG = 1
-CODE_HYPEREXP = 2
-CODE_COXIAN = 3
-CODE_DETERMINISTIC = 4
-CODE_WEIBULL = 5
-CODE_LOMAX = 6
-CODE_LOGNORMAL = 7
-CODES = {
-    "exponential": CODE_EXPONENTIAL,
-    "erlang": CODE_ERLANG,
-    "hyperexp": CODE_HYPEREXP,
-    "coxian": CODE_COXIAN,
-    "deterministic": CODE_DETERMINISTIC,
-    "weibull": CODE_WEIBULL,
-    "lomax": CODE_LOMAX,
-    "lognormal": CODE_LOGNORMAL,
-}
-
 
 def _positive(name: str, value: Any) -> float:
     x = float_arg(name, value)
@@ -77,7 +59,8 @@ def _positive(name: str, value: Any) -> float:
 class ServiceDist:
     """A service-time distribution (see the module docstring for the families).
 
-    ``kernel_params`` is the flat float vector the simulation kernel reads for ``code``.
+    ``kernel_params`` is the flat float vector the simulation kernel reads for ``code``
+    (see :mod:`lbrepro.sim.service_sampling`).
     """
 
     family: str
@@ -92,6 +75,11 @@ class ServiceDist:
     def mu(self) -> float:
         """Service rate 1/E[X]."""
         return 1.0 / self.mean
+
+    @property
+    def sampling(self) -> ServiceSampling:
+        """What the general-service simulator needs: kernel encoding, mean and label."""
+        return ServiceSampling(self.code, self.kernel_params, self.mean, self.label)
 
     @property
     def scv(self) -> float:
@@ -235,12 +223,14 @@ def _ph_survival(alpha: np.ndarray, S: np.ndarray, x: np.ndarray) -> np.ndarray:
     return vals.reshape(np.shape(x))
 
 
-def _make(family: str, params: dict[str, Any], kp: Sequence[float], m1: float, m2: float, label):
+def _make(family: str, params: dict[str, Any], m1: float, m2: float, label: str) -> ServiceDist:
+    """A ServiceDist of the family with its moments, label and kernel encoding."""
+    code, kernel_params = encode(family, params)
     return ServiceDist(
         family=family,
         params=params,
-        code=CODES[family],
-        kernel_params=np.asarray(kp, dtype=np.float64),
+        code=code,
+        kernel_params=kernel_params,
         mean=float(m1),
         second_moment=float(m2),
         label=label,
@@ -250,7 +240,7 @@ def _make(family: str, params: dict[str, Any], kp: Sequence[float], m1: float, m
 def exponential(rate: float = 1.0) -> ServiceDist:
     """Exponential with the given rate."""
     r = _positive("rate", rate)
-    return _make("exponential", {"rate": r}, [r], 1 / r, 2 / r**2, f"Exp(rate {r:g})")
+    return _make("exponential", {"rate": r}, 1 / r, 2 / r**2, f"Exp(rate {r:g})")
 
 
 def erlang(m: int, rate: float) -> ServiceDist:
@@ -258,7 +248,7 @@ def erlang(m: int, rate: float) -> ServiceDist:
     m = int_arg("m", m, 1)
     r = _positive("rate", rate)
     return _make(
-        "erlang", {"m": m, "rate": r}, [m, r], m / r, m * (m + 1) / r**2, f"Erlang-{m}(rate {r:g})"
+        "erlang", {"m": m, "rate": r}, m / r, m * (m + 1) / r**2, f"Erlang-{m}(rate {r:g})"
     )
 
 
@@ -273,7 +263,7 @@ def hyperexponential(probs: Sequence[float], rates: Sequence[float]) -> ServiceD
     m1 = math.fsum(p / r for p, r in zip(pr, rt, strict=True))
     m2 = math.fsum(2 * p / r**2 for p, r in zip(pr, rt, strict=True))
     label = "H" + str(len(pr)) + f"(scv {m2 / m1**2 - 1:.3g})"
-    return _make("hyperexp", {"probs": pr, "rates": rt}, [len(pr), *pr, *rt], m1, m2, label)
+    return _make("hyperexp", {"probs": pr, "rates": rt}, m1, m2, label)
 
 
 def coxian(rates: Sequence[float], cont: Sequence[float]) -> ServiceDist:
@@ -285,21 +275,19 @@ def coxian(rates: Sequence[float], cont: Sequence[float]) -> ServiceDist:
     if any(not 0 < c <= 1 for c in ct):
         raise ConfigError("cont", f"continuation probabilities must lie in (0, 1], got {ct}")
     # Moments through the PH formulas E[X^k] = k! α (−S)^{−k} 1.
-    d = _make("coxian", {"rates": rt, "cont": ct}, [len(rt), *rt, *ct, 0.0], 1, 2, "")
+    d = _make("coxian", {"rates": rt, "cont": ct}, 1, 2, "")
     alpha, S = d.ph()
     inv = np.linalg.inv(-S)
     ones = np.ones(len(rt))
     m1 = float(alpha @ inv @ ones)
     m2 = float(2 * alpha @ inv @ inv @ ones)
-    return _make(
-        "coxian", d.params, d.kernel_params, m1, m2, f"Coxian-{len(rt)}(scv {m2 / m1**2 - 1:.3g})"
-    )
+    return _make("coxian", d.params, m1, m2, f"Coxian-{len(rt)}(scv {m2 / m1**2 - 1:.3g})")
 
 
 def deterministic(value: float = 1.0) -> ServiceDist:
     """Constant service time."""
     v = _positive("value", value)
-    return _make("deterministic", {"value": v}, [v], v, v * v, f"D({v:g})")
+    return _make("deterministic", {"value": v}, v, v * v, f"D({v:g})")
 
 
 def weibull(shape: float, scale: float) -> ServiceDist:
@@ -308,7 +296,7 @@ def weibull(shape: float, scale: float) -> ServiceDist:
     s = _positive("scale", scale)
     m1 = s * math.gamma(1 + 1 / k)
     m2 = s * s * math.gamma(1 + 2 / k)
-    return _make("weibull", {"shape": k, "scale": s}, [k, s], m1, m2, f"Weibull(shape {k:g})")
+    return _make("weibull", {"shape": k, "scale": s}, m1, m2, f"Weibull(shape {k:g})")
 
 
 def lomax(alpha: float, sigma: float) -> ServiceDist:
@@ -321,7 +309,7 @@ def lomax(alpha: float, sigma: float) -> ServiceDist:
         )
     m1 = s / (a - 1)
     m2 = 2 * s * s / ((a - 1) * (a - 2)) if a > 2 else math.inf
-    return _make("lomax", {"alpha": a, "sigma": s}, [a, s], m1, m2, f"Lomax(α {a:g})")
+    return _make("lomax", {"alpha": a, "sigma": s}, m1, m2, f"Lomax(α {a:g})")
 
 
 def lognormal(m: float, s: float) -> ServiceDist:
@@ -330,7 +318,7 @@ def lognormal(m: float, s: float) -> ServiceDist:
     s = _positive("s", s)
     m1 = math.exp(m + s * s / 2)
     m2 = math.exp(2 * m + 2 * s * s)
-    return _make("lognormal", {"m": m, "s": s}, [m, s], m1, m2, f"lognormal(σ {s:g})")
+    return _make("lognormal", {"m": m, "s": s}, m1, m2, f"lognormal(σ {s:g})")
 
 
 def parse(spec: str, mean: float = 1.0) -> ServiceDist:

@@ -1,4 +1,4 @@
-"""The supermarket model JSQ(d) (models.md §S): the single home of its equations.
+"""The supermarket model JSQ(d) (docs/models.md §S): the single home of its equations.
 
 N exponential servers (rate μ), Poisson arrivals at rate λN, each job joins the least loaded
 of d servers sampled with replacement. ``u_k`` = fraction of servers with at least k jobs

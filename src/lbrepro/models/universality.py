@@ -1,4 +1,6 @@
-"""Universality of power-of-d(N) load balancing (models.md §E): the single home of its equations.
+"""Universality of power-of-d(N) load balancing (docs/models.md §E).
+
+This module is the single home of the model's equations.
 
 N unit-rate exponential servers, Poisson arrivals at rate λ(N), each job joins the shortest of
 d(N) servers sampled without replacement (d(N) = N is JSQ). Mukherjee, Borst, van Leeuwaarden
@@ -16,8 +18,9 @@ d(N) servers sampled without replacement (d(N) = N is JSQ). Mukherjee, Borst, va
   with X1 ≤ 0, X2 ≥ 0 and U1 nondecreasing, increasing only when X1 = 0 (Q_i/√N → 0, i ≥ 3).
 
 This module holds the d(N) families, the fluid fixed points, the Halfin–Whitt arrival rate, the
-N-server simulation (sampling without replacement) and a numba Euler–Maruyama simulator of the
-reflected SDE with stationary time averages.
+N-server simulation (sampling without replacement) and the stationary time averages of the
+reflected SDE, simulated by the Euler–Maruyama kernel of :mod:`lbrepro.sim.diffusion` and
+extrapolated to dt → 0.
 
 Two stationarity identities of the SDE serve as exact checks. Stationarity of X2 gives
 ``rate(U1) = E[X2]``; stationarity of X1 then gives ``0 = −β − E[X1] + E[X2] − rate(U1)``, so
@@ -35,21 +38,19 @@ from __future__ import annotations
 
 import math
 import numbers
-import time
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numba import njit
 from scipy.optimize import brentq
 
+from lbrepro.core.args import float_arg, run_length
 from lbrepro.core.errors import ConfigError, UnstableError
-from lbrepro.core.rng import key_to_int, seed_sequence, xoshiro_state
 from lbrepro.core.stats import batch_means_ci
+from lbrepro.meanfield.closed_forms import doubly_exponential_exponent
 from lbrepro.models import supermarket
+from lbrepro.models.spec import RUN_PARAMS, Model, Param, Summary
+from lbrepro.sim.diffusion import QUANTITIES, SCHEMES, DiffusionResult, simulate_coupled
 from lbrepro.sim.occupancy import OccupancySimResult, simulate_occupancy
-from lbrepro.sim.runlength import check_budget
-from lbrepro.sim.xoshiro import uniform
 
 __all__ = [
     "D_FAMILIES",
@@ -60,9 +61,12 @@ __all__ = [
     "fluid_fixed_point",
     "halfin_whitt_lam",
     "jsq_diffusion_means",
+    "parse_family",
     "q2_fluid",
     "simulate",
     "simulate_jsq_diffusion",
+    "simulate_summary",
+    "solve",
 ]
 
 #: Named d(N) families: two fixed d, then growing ones up to JSQ (d = N).
@@ -79,6 +83,7 @@ _GROWING = {
 
 # ------------------------------------------------------------------------------ d(N)
 def _check_n(N: Any) -> int:
+    """N as an integer ≥ 2 (ConfigError naming ``N``)."""
     if isinstance(N, bool | np.bool_) or not isinstance(N, numbers.Integral) or N < 2:
         raise ConfigError("N", f"number of servers must be an integer >= 2, got {N!r}")
     return int(N)
@@ -149,6 +154,7 @@ def family_label(family: str | int) -> str:
 
 # ------------------------------------------------------------------------------ fluid
 def _check_lam(lam: Any) -> float:
+    """λ as a finite float in (0, 1); λ ≥ 1 raises UnstableError (unit-rate servers)."""
     if isinstance(lam, bool | np.bool_) or not isinstance(lam, numbers.Real):
         raise ConfigError("lam", f"arrival rate per server must be a number, got {lam!r}")
     lam = float(lam)
@@ -196,9 +202,9 @@ def fluid_fixed_point(lam: float, d: int | str | None, *, kmax: int | None = Non
     if dd is None:
         out[1] = lam
         return out
-    log_lam, e = math.log(lam), 0
+    log_lam = math.log(lam)
     for k in range(1, out.size):
-        e = dd * e + 1  # exact integer exponent (d^k − 1)/(d − 1)
+        e = doubly_exponential_exponent(dd, k)  # exact integer (d^k − 1)/(d − 1)
         if e * log_lam < -800.0:  # below the smallest float: this level and all later are 0
             break
         out[k] = math.exp(e * log_lam)
@@ -212,6 +218,7 @@ def q2_fluid(lam: float, d: int | str | None) -> float:
 
 # ------------------------------------------------------------------------ Halfin–Whitt
 def _check_beta(beta: Any) -> float:
+    """β as a finite float > 0 (ConfigError naming ``beta``)."""
     if isinstance(beta, bool | np.bool_) or not isinstance(beta, numbers.Real):
         raise ConfigError("beta", f"must be a number, got {beta!r}")
     beta = float(beta)
@@ -285,111 +292,10 @@ def simulate(
     )
 
 
-# ------------------------------------------------------------------- diffusion kernel
-#: Reflection schemes: projection (overshoot above 0 → U1) and the exact Brownian-bridge
-#: Skorokhod map over each step with frozen drift (Lépingle 1995).
-SCHEMES = ("projection", "bridge")
-
-_SQRT2 = math.sqrt(2.0)
-_TWO_PI = 2.0 * math.pi
-# Columns of the running sums: X1, X1², X2, X2², X1·X2, U1.
-_N_SUMS = 6
-
-
-@njit(cache=True)
-def _run(x1, x2, dw, count, mult, beta, h, n_fine, bridge, wstate, bstate, sums):
-    """Advance J coupled Euler schemes by ``n_fine`` fine steps of length h.
-
-    Scheme j steps every ``mult[j]`` fine steps (dt_j = mult[j]·h) with the sum of the fine
-    Gaussian increments, so all schemes see the same Brownian path. ``dw[j]`` and
-    ``count[j]`` carry a partial coarse step between calls. Left-point sums of X1, X1², X2,
-    X2², X1·X2 over the completed steps and the increments of U1 are added to ``sums[j]``.
-    """
-    J = mult.size
-    sqrt_h = math.sqrt(h)
-    spare = 0.0
-    for i in range(n_fine):
-        if i % 2 == 0:
-            r = math.sqrt(-2.0 * math.log(uniform(wstate)))
-            theta = _TWO_PI * uniform(wstate)
-            z = r * math.cos(theta)
-            spare = r * math.sin(theta)
-        else:
-            z = spare
-        for j in range(J):
-            dw[j] += z
-            count[j] += 1
-            if count[j] < mult[j]:
-                continue
-            dt = mult[j] * h
-            a = x1[j]
-            b = x2[j]
-            sums[j, 0] += a
-            sums[j, 1] += a * a
-            sums[j, 2] += b
-            sums[j, 3] += b * b
-            sums[j, 4] += a * b
-            y = a + (-beta - a + b) * dt + _SQRT2 * sqrt_h * dw[j]
-            if bridge:
-                # Maximum of the Brownian bridge from a to y (variance 2 dt) over the step.
-                top = 0.5 * (a + y + math.sqrt((y - a) ** 2 - 4.0 * dt * math.log(uniform(bstate))))
-            else:
-                top = y
-            du = top if top > 0.0 else 0.0
-            x1[j] = y - du
-            x2[j] = b + du - b * dt
-            sums[j, 5] += du
-            dw[j] = 0.0
-            count[j] = 0
-
-
-_compiled = False
-
-
-def _ensure_compiled() -> None:
-    """Compile (or load from numba's cache) the kernel outside the timed region."""
-    global _compiled
-    if _compiled:
-        return
-    state = np.array([1, 2, 3, 4], dtype=np.uint64)
-    for bridge in (False, True):
-        _run(
-            np.zeros(1),
-            np.zeros(1),
-            np.zeros(1),
-            np.zeros(1, dtype=np.int64),
-            np.ones(1, dtype=np.int64),
-            1.0,
-            0.01,
-            2,
-            bridge,
-            state,
-            state.copy(),
-            np.zeros((1, _N_SUMS)),
-        )
-    _compiled = True
-
-
 # --------------------------------------------------------------------- validation
-def _float_arg(name: str, value: Any) -> float:
-    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
-        raise ConfigError(name, f"must be a real number, got {value!r}")
-    out = float(value)
-    if not math.isfinite(out):
-        raise ConfigError(name, f"must be finite, got {out}")
-    return out
-
-
-def _int_arg(name: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
-        raise ConfigError(name, f"must be an integer, got {value!r}")
-    if value < minimum:
-        raise ConfigError(name, f"must be >= {minimum}, got {value}")
-    return int(value)
-
-
 def _check_dt(name: str, value: Any) -> float:
-    dt = _float_arg(name, value)
+    """A step size in (0, 1), ConfigError naming ``name`` otherwise."""
+    dt = float_arg(name, value)
     if not 0.0 < dt < 1.0:
         # dt < 1 keeps X2 ≥ 0 under its explicit decay step X2 ← X2(1 − dt) + ΔU1.
         raise ConfigError(name, f"step size must lie in (0, 1), got {dt!r}")
@@ -397,190 +303,11 @@ def _check_dt(name: str, value: Any) -> float:
 
 
 def _check_run(horizon: Any, warmup: Any, batches: Any, scheme: Any) -> tuple[float, float, int]:
-    horizon = _float_arg("horizon", horizon)
-    warmup = _float_arg("warmup", warmup)
-    if warmup < 0:
-        raise ConfigError("warmup", f"must be >= 0, got {warmup}")
-    if horizon <= warmup:
-        raise ConfigError("horizon", f"must exceed warmup = {warmup}, got {horizon}")
-    batches = _int_arg("batches", batches, 2)
+    """The run length (:func:`lbrepro.core.args.run_length`) and a known reflection scheme."""
+    horizon, warmup, batches = run_length(horizon, warmup, batches)
     if scheme not in SCHEMES:
         raise ConfigError("scheme", f"must be one of {', '.join(SCHEMES)}, got {scheme!r}")
     return horizon, warmup, batches
-
-
-def _multipliers(dts: tuple[float, ...]) -> tuple[float, np.ndarray]:
-    """Fine step h = min(dts) and the integers m_j = dt_j / h (ConfigError if not integers)."""
-    h = min(dts)
-    mult = []
-    for dt in dts:
-        ratio = dt / h
-        m = round(ratio)
-        if abs(ratio - m) > 1e-9 * ratio:
-            raise ConfigError(
-                "dts",
-                f"every step size must be an integer multiple of the smallest, {h!r}; "
-                f"{dt!r} is {ratio!r} times it",
-            )
-        mult.append(m)
-    return h, np.array(mult, dtype=np.int64)
-
-
-# ------------------------------------------------------------------------- results
-@dataclass(frozen=True)
-class DiffusionResult:
-    """Stationary time averages of the JSQ diffusion limit at one step size, 95% batch CIs.
-
-    ``mean_idle`` = E[−X1] = E[(N − Q_1)/√N] (scaled idle servers; exactly β in the limit),
-    ``mean_q2`` = E[X2] = E[Q_2/√N], ``rate_u1`` = long-run rate of U1 (= E[X2] at
-    stationarity), ``mean_x1_sq`` = E[X1²], ``mean_q2_sq`` = E[X2²], ``mean_x1x2`` =
-    E[X1·X2], and the residuals of the two Itô identities of the limit, ``gap_x1x2`` =
-    E[X1X2] + βE[X2]/2 and ``gap_x1sq`` = E[X1²] − E[X1X2] − 1 − β², which vanish as
-    dt → 0 (module docstring) and so measure the discretization error. Each ``*_ci`` is
-    ``(low, high)``. Time averages are left-point sums over the Euler grid. ``horizon`` and
-    ``warmup`` are the simulated times actually used (rounded to whole coarse steps);
-    ``steps`` counts this step size's Euler steps including warm-up; ``elapsed`` is the wall
-    time of the whole (possibly coupled) run, numba compilation excluded, and
-    ``steps_per_second`` = all Euler steps of that run / ``elapsed``. ``seed`` (the
-    SeedSequence's entropy) and ``spawn_key`` reproduce the run bit for bit.
-    """
-
-    beta: float
-    dt: float
-    scheme: str
-    mean_idle: float
-    mean_idle_ci: tuple[float, float]
-    mean_q2: float
-    mean_q2_ci: tuple[float, float]
-    rate_u1: float
-    rate_u1_ci: tuple[float, float]
-    mean_x1_sq: float
-    mean_x1_sq_ci: tuple[float, float]
-    mean_q2_sq: float
-    mean_q2_sq_ci: tuple[float, float]
-    mean_x1x2: float
-    mean_x1x2_ci: tuple[float, float]
-    gap_x1x2: float
-    gap_x1x2_ci: tuple[float, float]
-    gap_x1sq: float
-    gap_x1sq_ci: tuple[float, float]
-    steps: int
-    horizon: float
-    warmup: float
-    batches: int
-    elapsed: float
-    steps_per_second: float
-    seed: int | list[int]
-    spawn_key: tuple[int, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-serialisable copy (tuples become lists)."""
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in self.__dict__.items()}
-
-
-_QUANTITIES = (
-    "mean_idle",
-    "mean_q2",
-    "rate_u1",
-    "mean_x1_sq",
-    "mean_q2_sq",
-    "mean_x1x2",
-    "gap_x1x2",
-    "gap_x1sq",
-)
-
-
-@dataclass(frozen=True)
-class _Coupled:
-    results: list[DiffusionResult]
-    per_batch: dict[str, np.ndarray]  # quantity -> (batches, J)
-
-
-def _simulate_coupled(
-    beta: float,
-    dts: tuple[float, ...],
-    horizon: float,
-    warmup: float,
-    seed: Any,
-    batches: int,
-    scheme: str,
-) -> _Coupled:
-    """Run the schemes of all ``dts`` on one Brownian path; per-batch values and results."""
-    h, mult = _multipliers(dts)
-    lcm = math.lcm(*(int(m) for m in mult))
-    block = lcm * h  # batch boundaries fall on every scheme's grid
-    warm_blocks = max(0, math.ceil(warmup / block - 1e-9))
-    batch_blocks = max(1, round((horizon - warmup) / batches / block))
-    # One "event" per Euler step of each scheme; the kernel returns after every batch.
-    check_budget(
-        math.fsum(horizon / dt for dt in dts), what=f"this diffusion run (horizon = {horizon:g})"
-    )
-    seq = seed_sequence(seed)
-    wstate = xoshiro_state(seq)
-    bstate = xoshiro_state(
-        np.random.SeedSequence(seq.entropy, spawn_key=(*seq.spawn_key, key_to_int("bridge")))
-    )
-    J = mult.size
-    x1 = np.full(J, -beta)  # start at the stationary mean of X1; warm-up removes the rest
-    x2 = np.zeros(J)
-    dw = np.zeros(J)
-    count = np.zeros(J, dtype=np.int64)
-    sums = np.zeros((J, _N_SUMS))
-    bridge = scheme == "bridge"
-    args = (mult, beta, h)
-    _ensure_compiled()
-    steps_per_batch = batch_blocks * lcm // mult
-    raw = np.zeros((batches, J, _N_SUMS))
-    start = time.perf_counter()
-    if warm_blocks:
-        _run(x1, x2, dw, count, *args, warm_blocks * lcm, bridge, wstate, bstate, sums)
-    for b in range(batches):
-        sums[:] = 0.0
-        _run(x1, x2, dw, count, *args, batch_blocks * lcm, bridge, wstate, bstate, sums)
-        raw[b] = sums / steps_per_batch[:, None]
-    elapsed = time.perf_counter() - start
-
-    dt_arr = mult * h
-    per_batch = {
-        "mean_idle": -raw[:, :, 0],
-        "mean_x1_sq": raw[:, :, 1],
-        "mean_q2": raw[:, :, 2],
-        "mean_q2_sq": raw[:, :, 3],
-        "mean_x1x2": raw[:, :, 4],
-        "rate_u1": raw[:, :, 5] / dt_arr,
-    }
-    per_batch["gap_x1x2"] = per_batch["mean_x1x2"] + 0.5 * beta * per_batch["mean_q2"]
-    per_batch["gap_x1sq"] = per_batch["mean_x1_sq"] - per_batch["mean_x1x2"] - 1.0 - beta * beta
-    steps = (warm_blocks + batches * batch_blocks) * lcm // mult
-    total_steps = int(steps.sum())
-    entropy = seq.entropy
-    seed_out: int | list[int] = (
-        int(entropy) if np.ndim(entropy) == 0 else [int(x) for x in np.ravel(entropy)]
-    )
-    results = []
-    for j in range(J):
-        est = {q: batch_means_ci(per_batch[q][:, j]) for q in _QUANTITIES}
-        results.append(
-            DiffusionResult(
-                beta=beta,
-                dt=float(dts[j]),
-                scheme=scheme,
-                **{
-                    f: v
-                    for q, e in est.items()
-                    for f, v in ((q, float(e.mean)), (f"{q}_ci", (float(e.low), float(e.high))))
-                },
-                steps=int(steps[j]),
-                horizon=(warm_blocks + batches * batch_blocks) * block,
-                warmup=warm_blocks * block,
-                batches=batches,
-                elapsed=elapsed,
-                steps_per_second=total_steps / elapsed if elapsed > 0 else float("nan"),
-                seed=seed_out,
-                spawn_key=tuple(int(k) for k in seq.spawn_key),
-            )
-        )
-    return _Coupled(results, per_batch)
 
 
 def simulate_jsq_diffusion(
@@ -609,7 +336,7 @@ def simulate_jsq_diffusion(
     beta = _check_beta(beta)
     dt = _check_dt("dt", dt)
     horizon, warmup, batches = _check_run(horizon, warmup, batches, scheme)
-    return _simulate_coupled(beta, (dt,), horizon, warmup, seed, batches, scheme).results[0]
+    return simulate_coupled(beta, (dt,), horizon, warmup, seed, batches, scheme).results[0]
 
 
 def _observed_order(h: np.ndarray, m: np.ndarray) -> float:
@@ -625,6 +352,7 @@ def _observed_order(h: np.ndarray, m: np.ndarray) -> float:
     target = (m1 - m2) / (m2 - m3)
 
     def f(p: float) -> float:
+        """The ratio of successive differences at order p, minus the observed one."""
         return (h1**p - h2**p) / (h2**p - h3**p) - target
 
     lo, hi = 0.05, 5.0
@@ -644,9 +372,10 @@ def _extrapolation_weights(h: np.ndarray, orders: tuple[float, ...]) -> np.ndarr
 
 
 def _check_orders(orders: Any, n_dts: int) -> tuple[float, ...]:
+    """Distinct error exponents > 0, fewer than the step sizes (one more unknown: m0)."""
     if isinstance(orders, str | bytes) or not hasattr(orders, "__iter__"):
         raise ConfigError("orders", f"must be a sequence of exponents, got {orders!r}")
-    out = tuple(_float_arg("orders", p) for p in orders)
+    out = tuple(float_arg("orders", p) for p in orders)
     if not out or any(p <= 0 for p in out) or len(set(out)) != len(out):
         raise ConfigError("orders", f"must be distinct exponents > 0, got {list(out)}")
     if len(out) >= n_dts:
@@ -707,12 +436,12 @@ def jsq_diffusion_means(
         orders = ((0.5, 1.0) if len(dts_t) > 2 else (0.5,)) if scheme == "projection" else (1.0,)
     orders_t = _check_orders(orders, len(dts_t))
 
-    run = _simulate_coupled(beta, dts_t, horizon, warmup, seed, batches, scheme)
+    run = simulate_coupled(beta, dts_t, horizon, warmup, seed, batches, scheme)
     h = np.array(dts_t)
     w = _extrapolation_weights(h, orders_t)
     extrapolated = {}
     observed = {}
-    for q in _QUANTITIES:
+    for q in QUANTITIES:
         est = batch_means_ci(run.per_batch[q] @ w)
         extrapolated[q] = {"mean": float(est.mean), "ci": [float(est.low), float(est.high)]}
         means = run.per_batch[q].mean(axis=0)
@@ -757,3 +486,69 @@ def solve(lam: float, d: int | str) -> dict[str, Any]:
         "mean_sojourn": float(np.sum(q[1:])) / lam,
         "fixed_points": [{"u": [float(v) for v in q], "kind": "JSQ fluid" if jsq else "fixed d"}],
     }
+
+
+def parse_family(text: str) -> int | str:
+    """A fixed d (an integer) or a d(N) family name, as the config writes it."""
+    return int(text) if text.lstrip("+-").isdigit() else text
+
+
+def simulate_summary(
+    *,
+    lam: float,
+    d: int | str,
+    N: int,
+    horizon: float,
+    warmup: float | None = None,
+    seed: np.random.SeedSequence | int = 1,
+    batches: int = 20,
+    progress: bool = False,
+    start: str = "fixed_point",
+) -> Summary:
+    """``lbrepro simulate universality``: one run at d = d(N), echoing the family and its d.
+
+    The d servers are always sampled without replacement (d = N is JSQ); the warm-up defaults
+    to a tenth of the horizon.
+    """
+    d_value = d_of_N(d, N)
+    if warmup is None:
+        warmup = 0.1 * float_arg("horizon", horizon)
+    result = simulate(
+        lam=lam,
+        N=N,
+        d=d_value,
+        horizon=horizon,
+        warmup=warmup,
+        seed=seed,
+        batches=batches,
+        progress=progress,
+        start=start,
+    )
+    params = {"lam": lam, "d": d, "d_value": d_value, "start": start}
+    return Summary({"params": params} | result.to_dict())
+
+
+MODEL = Model(
+    name="universality",
+    help="JSQ(d(N)) with d(N) servers sampled without replacement (d(N) = N is JSQ)",
+    params=(
+        Param("lam", "real", "arrival rate per server (λ(N)/N)"),
+        Param(
+            "d",
+            "text",
+            "servers sampled (without replacement): an integer, or logN, "
+            "sqrtN, sqrtNlogN, sqrtNlog2N, N (solve: an integer, or N for the JSQ limit)",
+            parse=parse_family,
+        ),
+        *RUN_PARAMS,
+        Param(
+            "start",
+            "choice",
+            "initial state: the fixed-d mean-field fixed point rounded to N servers, or empty",
+            choices=("fixed_point", "empty"),
+            commands=("simulate",),
+        ),
+    ),
+    solve=solve,
+    simulate=simulate_summary,
+)

@@ -1,4 +1,6 @@
-"""LPS-d servers and Whittle's index (models.md §B, seed 001): the single home of its equations.
+"""LPS-d servers and Whittle's index (docs/models.md §B, seed 001).
+
+This module is the single home of the model's equations.
 
 One server: discrete slots, LPS-d with capacity q ∈ (0, 1]. With n jobs present each of the
 first min(d, n) jobs completes with probability q/min(d, n), so the departures are
@@ -154,7 +156,7 @@ def departure_pmf(n: int, q: float, d: float) -> np.ndarray:
 
 
 def departure_moments(n: int, q: float, d: float) -> tuple[float, float]:
-    """E[D] = q·1{n≥1} and E[D²] = q + q²(1 − 1/min(d, n)) (models.md §B)."""
+    """E[D] = q·1{n≥1} and E[D²] = q + q²(1 − 1/min(d, n)) (docs/models.md §B)."""
     if n == 0:
         return 0.0, 0.0
     k = min(d, n)
@@ -211,6 +213,7 @@ def arm_matrices(nmax: int, p: float, q: float, d: float) -> tuple[np.ndarray, n
 
 
 def _validated(p: Any, q: Any, d: Any) -> tuple[float, float, float]:
+    """(p, q, d) checked and parsed, each error naming its parameter."""
     return check_p(p), check_q(q), parse_d(d)
 
 
@@ -237,6 +240,7 @@ def threshold_stationary(m: int, p: float, q: float, d: float) -> np.ndarray:
 def _cost_array(
     nmax: int, q: float, d: float, cost: str | Callable[[np.ndarray], np.ndarray], beta: float
 ) -> np.ndarray:
+    """C(0..nmax) of a named cost or of a user function of the array n (tests, controls)."""
     if callable(cost):
         return np.asarray(cost(np.arange(nmax + 1)), dtype=float)
     return cost_values(nmax, q, d, cost, beta)
@@ -332,6 +336,7 @@ def fcfs_stationary(m: int, p: float, q: float) -> np.ndarray:
 
 
 def _fcfs_weights(m: int, p: float, q: float) -> np.ndarray:
+    """Unnormalised stationary vector x_0..x_m of φ_m for d = 1 (module docstring)."""
     rho = p / q
     r = p * (1 - q) / (q * (1 - p))
     a = rho / (1 - p)

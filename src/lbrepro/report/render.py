@@ -401,7 +401,7 @@ def render_report(
     templates = Path(templates) if templates is not None else root / "report" / "templates"
     bench_dir = Path(bench_dir) if bench_dir is not None else root / "benchmarks"
     artifacts = list(artifacts) if artifacts is not None else registry.enabled(config)
-    papers = papers if papers is not None else registry.PAPERS
+    papers = papers if papers is not None else registry.papers()
 
     context = build_context(
         config,

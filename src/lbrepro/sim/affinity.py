@@ -1,9 +1,9 @@
-"""Exact event-driven simulation of the affinity model (models.md §D) with N servers.
+"""Exact event-driven simulation of the affinity model (docs/models.md §D) with N servers.
 
 Every server is explicit: ``n1[s]`` type-I jobs and ``n2[s]`` ∈ {0, 1} type-II jobs. Jobs
 arrive at rate λN; an arrival draws d1 distinct primary servers (a partial Fisher–Yates
 shuffle of a persistent permutation: O(d1), exactly uniform) and is assigned
-[reconstruction, models.md §D]:
+[reconstruction, docs/models.md §D]:
 
 1. to an idle primary server (the first idle one in the random order, i.e. uniform among the
    idle primaries) as a type-I job;
@@ -29,15 +29,21 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from lbrepro.core.args import float_arg, int_arg
-from lbrepro.core.errors import ConfigError
+from lbrepro.core.args import float_arg, int_arg, run_length
+from lbrepro.core.errors import ConfigError, UnstableError
 from lbrepro.core.rng import seed_sequence, xoshiro_state
 from lbrepro.core.stats import batch_means_ci
-from lbrepro.models.affinity import check_params, check_state
 from lbrepro.sim.runlength import check_budget
 from lbrepro.sim.xoshiro import next_u64, randint, uniform
 
-__all__ = ["AffinitySimResult", "initial_servers", "simulate_affinity"]
+__all__ = [
+    "AffinitySimResult",
+    "check_params",
+    "check_state",
+    "initial_servers",
+    "residence_times",
+    "simulate_affinity",
+]
 
 #: Levels of the count array c[i, j], i = 0..LEVELS (the last lumps i ≥ LEVELS).
 LEVELS = 64
@@ -67,7 +73,8 @@ def _bounded(x32, n, state):
 
 
 @njit(cache=True)
-def _cls(a, b):
+def _server_class(a, b):
+    """The index set of a server with a type-I and b type-II jobs: serving I, serving II or idle."""
     if a > 0:
         return SERVING_I
     if b > 0:
@@ -94,13 +101,14 @@ def _move(s, new_cls, members, pos, size):
 
 @njit(cache=True)
 def _recount(c, area, last, i, j, delta, t):
+    """Add delta to the count of cell (i, j), first integrating the old count up to time t."""
     area[i, j] += c[i, j] * (t - last[i, j])
     last[i, j] = t
     c[i, j] += delta
 
 
 @njit(cache=True)
-def _set(s, a, b, n1, n2, c, area, last, members, pos, size, t, top):
+def _set_server(s, a, b, n1, n2, c, area, last, members, pos, size, t, top):
     """Change server s to (a, b) jobs, updating counts (lazily integrated) and sets."""
     i_old = min(n1[s], top)
     i_new = min(a, top)
@@ -109,7 +117,7 @@ def _set(s, a, b, n1, n2, c, area, last, members, pos, size, t, top):
         _recount(c, area, last, i_new, b, 1, t)
     n1[s] = a
     n2[s] = b
-    _move(s, _cls(a, b), members, pos, size)
+    _move(s, _server_class(a, b), members, pos, size)
 
 
 @njit(cache=True)
@@ -170,17 +178,17 @@ def _run(
                     if tot == 1 and size[IDLE] == 0:
                         break
             if chosen >= 0:
-                _set(chosen, 1, 0, n1, n2, c, area, last, members, pos, size, t, top)
+                _set_server(chosen, 1, 0, n1, n2, c, area, last, members, pos, size, t, top)
                 counters[1] += 1
             elif size[IDLE] > 0:
                 s = members[IDLE, randint(state, size[IDLE])]
-                _set(s, 0, 1, n1, n2, c, area, last, members, pos, size, t, top)
+                _set_server(s, 0, 1, n1, n2, c, area, last, members, pos, size, t, top)
                 counters[2] += 1
                 counters[4] += 1
                 if stop_type2 > 0 and counters[4] >= stop_type2:
                     return t, -1 - snap_idx
             else:
-                _set(
+                _set_server(
                     best, n1[best] + 1, n2[best], n1, n2, c, area, last, members, pos, size, t, top
                 )
                 counters[1] += 1
@@ -189,19 +197,66 @@ def _run(
             # (the size test guards against v landing on the boundary by rounding)
             if v - lam_n < mu1 * size[SERVING_I] or size[SERVING_II] == 0:
                 s = members[SERVING_I, randint(state, size[SERVING_I])]
-                _set(s, n1[s] - 1, n2[s], n1, n2, c, area, last, members, pos, size, t, top)
+                _set_server(s, n1[s] - 1, n2[s], n1, n2, c, area, last, members, pos, size, t, top)
             else:
                 s = members[SERVING_II, randint(state, size[SERVING_II])]
-                _set(s, 0, 0, n1, n2, c, area, last, members, pos, size, t, top)
+                _set_server(s, 0, 0, n1, n2, c, area, last, members, pos, size, t, top)
                 counters[4] -= 1
 
 
 @njit(cache=True)
-def _flush(c, area, last, t):
+def _integrate_counts(c, area, last, t):
+    """Integrate every count up to time t (the end of a batch)."""
     for i in range(c.shape[0]):
         for j in range(2):
             area[i, j] += c[i, j] * (t - last[i, j])
             last[i, j] = t
+
+
+def check_params(
+    lam: Any, mu2: Any, mu1: Any = 1.0, d1: Any = None, N: Any = None
+) -> tuple[float, float, float, int | None, int | None]:
+    """Validate (λ, μ2, μ1, d1, N); return them typed. Errors name the parameter.
+
+    Requires 0 < μ2 < μ1 (type-II service is slower), 0 < λ < μ1 (stability: the coupling
+    bounds the type-I jobs by RA at load λ/μ1), 1 ≤ d1 (≤ N when N is given).
+    """
+    lam = float_arg("lam", lam)
+    mu1 = float_arg("mu1", mu1)
+    mu2 = float_arg("mu2", mu2)
+    if mu1 <= 0:
+        raise ConfigError("mu1", f"must be > 0, got {mu1}")
+    if mu2 <= 0:
+        raise ConfigError("mu2", f"must be > 0, got {mu2}")
+    if mu2 >= mu1:
+        raise ConfigError("mu2", f"must be < mu1 = {mu1} (type II is slower), got {mu2}")
+    if lam <= 0:
+        raise ConfigError("lam", f"must be > 0, got {lam}")
+    if lam >= mu1:
+        raise UnstableError(f"lam: load lam = {lam} >= mu1 = {mu1}: unstable, refused")
+    n_out = None if N is None else int_arg("N", N, 1)
+    d_out = None
+    if d1 is not None:
+        d_out = int_arg("d1", d1, 1)
+        if n_out is not None and d_out > n_out:
+            raise ConfigError("d1", f"must be <= N = {n_out}, got {d_out}")
+    return lam, mu2, mu1, d_out, n_out
+
+
+def check_state(x: Any, key: str = "initial") -> np.ndarray:
+    """An occupancy distribution x[i, j] (shape (K+1, 2)): non-negative, summing to 1."""
+    try:
+        arr = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ConfigError(key, f"must be an array of fractions x[i, j], got {x!r}") from None
+    if arr.ndim != 2 or arr.shape[1] != 2 or arr.shape[0] < 2:
+        raise ConfigError(key, f"must have shape (K+1, 2) with K >= 1, got {arr.shape}")
+    if not np.all(np.isfinite(arr)) or np.any(arr < 0):
+        raise ConfigError(key, "fractions must be finite and >= 0")
+    total = float(arr.sum())
+    if abs(total - 1.0) > 1e-9:
+        raise ConfigError(key, f"fractions must sum to 1 (a distribution), got {total!r}")
+    return arr / total
 
 
 def initial_servers(start: Any, N: int) -> tuple[np.ndarray, np.ndarray]:
@@ -256,6 +311,7 @@ class AffinitySimResult:
 
     @property
     def events_per_second(self) -> float:
+        """Simulation speed of the run (NaN when it took no measurable time)."""
         return self.events / self.elapsed if self.elapsed > 0 else float("nan")
 
 
@@ -286,12 +342,9 @@ def simulate_affinity(
     assert d1 is not None and N is not None
     if N >= 2**31:
         raise ConfigError("N", f"must be < 2**31, got {N}")
-    horizon = float_arg("horizon", horizon)
-    warmup = float_arg("warmup", warmup)
-    if warmup < 0:
-        raise ConfigError("warmup", f"must be >= 0, got {warmup}")
-    if horizon <= warmup:
-        raise ConfigError("horizon", f"must exceed warmup = {warmup}, got {horizon}")
+    # The shared run-length rule for (horizon, warmup); batches may be 1 here: a path run
+    # (tunneling, exit times) measures no interval, so its batches >= 2 does not apply.
+    horizon, warmup, _ = run_length(horizon, warmup, 2)
     batches = int_arg("batches", batches, 1)
     n1, n2 = initial_servers(start, N)
     seq = seed_sequence(seed)
@@ -305,7 +358,7 @@ def simulate_affinity(
     size = np.zeros(3, dtype=np.int64)
     c = np.zeros((LEVELS + 1, 2), dtype=np.int64)
     for s in range(N):
-        k = _cls(n1[s], n2[s])
+        k = _server_class(n1[s], n2[s])
         members[k, size[k]] = s
         members[3, s] = k
         pos[s] = size[k]
@@ -343,7 +396,7 @@ def simulate_affinity(
             n1, n2, members, pos, size, c, area, last, perm, t, t_end, lam, mu1, mu2, d1, state,
             snap_t, snaps, snap_j2, snap_idx, counters, stop,
         )  # fmt: skip
-        _flush(c, area, last, t)
+        _integrate_counts(c, area, last, t)
         if snap_idx < 0:
             snap_idx = -1 - snap_idx
             stopped_at = t

@@ -1,8 +1,10 @@
-"""Event-driven simulation of the FCFS supermarket model with general service (models.md §C).
+"""Event-driven simulation of the FCFS supermarket model with general service (docs/models.md §C).
 
 N FCFS servers, Poisson arrivals of rate λN, each job joins the shortest of d servers sampled
 uniformly with replacement (ties uniformly among the tied draws, reservoir sampling), service
-times i.i.d. from a :class:`lbrepro.models.service.ServiceDist`.
+times i.i.d. from a service distribution given by its kernel encoding
+(:class:`lbrepro.sim.service_sampling.ServiceSampling`, which every
+``lbrepro.models.service.ServiceDist`` provides as ``.sampling``).
 
 Why per-server: with non-exponential service a server's future depends on the elapsed
 service of the job in progress, so occupancy counts are no longer a Markov state. The kernel
@@ -15,8 +17,8 @@ level per event, and ``∫Q[k] dt`` is closed only for that level (O(1) per even
 the sample and O(log N) for the heap). Mean jobs per server is Σ_k u_k and the mean sojourn
 time follows by Little's law, E[T] = E[jobs per server]/λ.
 
-Service sampling is dispatched inside the kernel on ``dist.code`` with ``dist.kernel_params``
-(the codes of ``lbrepro.models.service``).
+Service sampling is dispatched inside the kernel on the encoding's ``code`` with its
+``params`` (:func:`lbrepro.sim.service_sampling.sample_service`).
 """
 
 from __future__ import annotations
@@ -28,12 +30,13 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from lbrepro.core.args import float_arg, int_arg
+from lbrepro.core.args import float_arg, int_arg, run_length
 from lbrepro.core.errors import ConfigError, UnstableError
 from lbrepro.core.rng import seed_sequence, xoshiro_state
 from lbrepro.core.stats import batch_means_ci
-from lbrepro.models.service import ServiceDist
+from lbrepro.sim.compilation import ensure_compiled
 from lbrepro.sim.runlength import check_budget, run_micro_batches
+from lbrepro.sim.service_sampling import ServiceSampling, SupportsSampling, sample_service
 from lbrepro.sim.xoshiro import randint, uniform
 
 __all__ = ["GeneralSimResult", "simulate_general"]
@@ -45,52 +48,14 @@ _MAX_N = 2**32 - 1
 
 
 @njit(cache=True)
-def _sample_service(code, p, state):
-    """One service time of the distribution (code, p) — see lbrepro.models.service."""
-    if code == 0:  # exponential(rate)
-        return -math.log(uniform(state)) / p[0]
-    if code == 1:  # Erlang(m, rate): sum of m exponentials
-        m = int(p[0])
-        s = 0.0
-        for _ in range(m):
-            s -= math.log(uniform(state))
-        return s / p[1]
-    if code == 2:  # hyperexponential [n, probs..., rates...]
-        n = int(p[0])
-        x = uniform(state)
-        i = 0
-        acc = p[1]
-        while i < n - 1 and x > acc:
-            i += 1
-            acc += p[1 + i]
-        return -math.log(uniform(state)) / p[1 + n + i]
-    if code == 3:  # Coxian [n, rates..., cont...]
-        n = int(p[0])
-        s = 0.0
-        for i in range(n):
-            s -= math.log(uniform(state)) / p[1 + i]
-            if i < n - 1 and uniform(state) > p[1 + n + i]:
-                break
-        return s
-    if code == 4:  # deterministic
-        return p[0]
-    if code == 5:  # Weibull(shape, scale) by inversion
-        return p[1] * (-math.log(uniform(state))) ** (1.0 / p[0])
-    if code == 6:  # Lomax(alpha, sigma) by inversion: σ(U^{-1/α} − 1)
-        return p[1] * (uniform(state) ** (-1.0 / p[0]) - 1.0)
-    # code 7: lognormal(m, s), Box–Muller
-    z = math.sqrt(-2.0 * math.log(uniform(state))) * math.cos(2.0 * math.pi * uniform(state))
-    return math.exp(p[0] + p[1] * z)
-
-
-@njit(cache=True)
 def _exponential(state, rate):
     """An exponential time of the given rate from the kernel's stream (first arrival)."""
     return -math.log(uniform(state)) / rate
 
 
-@njit(cache=True)
+@njit(inline="always")
 def _sift_down(ht, hs, n, i):
+    """Restore the min-heap (completion times ``ht``, servers ``hs``, size n) below slot i."""
     x_t = ht[i]
     x_s = hs[i]
     while True:
@@ -108,8 +73,9 @@ def _sift_down(ht, hs, n, i):
     hs[i] = x_s
 
 
-@njit(cache=True)
+@njit(inline="always")
 def _push(ht, hs, n, t_done, srv):
+    """Insert server ``srv`` completing at ``t_done`` into the heap of size n (sift up)."""
     i = n
     while i > 0:
         parent = (i - 1) >> 1
@@ -122,12 +88,15 @@ def _push(ht, hs, n, t_done, srv):
     hs[i] = srv
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _advance(q, ht, hs, clock, Q, area, last, t_end, lam_n, N, d, code, p, state, counters):
     """Simulate until t_end (or until a queue reaches the last stored level).
 
     ``clock`` = [t, next arrival time, heap size, top level]; ``counters`` = [events,
-    arrivals] (both mutated in place). Returns a status code.
+    arrivals] (both mutated in place). Returns a status code; at t_end (_STATUS_OK) every
+    level's stretch is closed there, so ``area`` holds the micro-batch's integrals. Compiled
+    without reference counting: the loop allocates nothing, and the heap and sampling
+    helpers are inlined into it.
     """
     L = Q.shape[0]
     t = clock[0]
@@ -165,7 +134,7 @@ def _advance(q, ht, hs, clock, Q, area, last, t_end, lam_n, N, d, code, p, state
             Q[k] += 1
             q[best] = k
             if k == 1:
-                _push(ht, hs, n, t + _sample_service(code, p, state), best)
+                _push(ht, hs, n, t + sample_service(code, p, state), best)
                 n += 1
             events += 1
             arrivals += 1
@@ -185,7 +154,7 @@ def _advance(q, ht, hs, clock, Q, area, last, t_end, lam_n, N, d, code, p, state
             Q[k] -= 1
             q[s] = k - 1
             if k > 1:
-                ht[0] = t + _sample_service(code, p, state)
+                ht[0] = t + sample_service(code, p, state)
                 _sift_down(ht, hs, n, 0)
             else:
                 n -= 1
@@ -196,6 +165,9 @@ def _advance(q, ht, hs, clock, Q, area, last, t_end, lam_n, N, d, code, p, state
             events += 1
     if status == _STATUS_OK:
         t = t_end
+        for k in range(L):
+            area[k] += Q[k] * (t_end - last[k])
+            last[k] = t_end
     clock[0] = t
     clock[1] = t_arr
     clock[2] = n
@@ -240,7 +212,10 @@ class GeneralSimResult:
     converged: bool = True
 
 
-def _grow(Q: np.ndarray, area: np.ndarray, last: np.ndarray, t: float):
+def _grow(
+    Q: np.ndarray, area: np.ndarray, last: np.ndarray, t: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Double the level arrays; the new levels hold no server, no area, last update t."""
     L = Q.shape[0]
     Q2 = np.zeros(2 * L, dtype=np.int64)
     a2 = np.zeros(2 * L)
@@ -249,14 +224,8 @@ def _grow(Q: np.ndarray, area: np.ndarray, last: np.ndarray, t: float):
     return Q2, a2, l2
 
 
-_COMPILED = False
-
-
-def _ensure_compiled() -> None:
-    """Compile the kernel once on tiny inputs so timing excludes JIT (cache makes it cheap)."""
-    global _COMPILED
-    if _COMPILED:
-        return
+def _warm_up_kernel() -> None:
+    """Compile (or load from numba's cache) the kernel on two servers, outside the timing."""
     st = np.array([1, 2, 3, 4], dtype=np.uint64)
     q = np.zeros(2, dtype=np.int64)
     _advance(
@@ -276,12 +245,11 @@ def _ensure_compiled() -> None:
         st,
         np.zeros(2, dtype=np.int64),
     )
-    _COMPILED = True
 
 
 def simulate_general(
     *,
-    dist: ServiceDist,
+    dist: ServiceSampling | SupportsSampling,
     lam: float,
     d: int,
     N: int,
@@ -293,9 +261,11 @@ def simulate_general(
 ) -> GeneralSimResult:
     """Simulate the FCFS supermarket model with general service, JSQ(d) with replacement.
 
-    Starts empty and records micro-batches from time 0; at least ``warmup`` is discarded (more
-    if MSER-5 asks), the rest merged into at least ``batches`` batches whose means pass a von
-    Neumann test, and the run doubles while they do not (see :mod:`lbrepro.sim.runlength`).
+    ``dist`` is the service distribution: a ``lbrepro.models.service.ServiceDist`` (anything
+    with a ``.sampling``) or its :class:`ServiceSampling` directly. Starts empty and records
+    micro-batches from time 0; at least ``warmup`` is discarded (more if MSER-5 asks), the
+    rest merged into at least ``batches`` batches whose means pass a von Neumann test, and
+    the run doubles while they do not (see :mod:`lbrepro.sim.runlength`).
 
     Raises
     ------
@@ -304,8 +274,9 @@ def simulate_general(
     UnstableError
         If ρ = λE[X] ≥ 1, or a queue reaches ``max_levels`` jobs.
     """
-    if not isinstance(dist, ServiceDist):
-        raise ConfigError("dist", f"must be a ServiceDist, got {dist!r}")
+    sampling = dist if isinstance(dist, ServiceSampling) else getattr(dist, "sampling", None)
+    if not isinstance(sampling, ServiceSampling):
+        raise ConfigError("dist", f"must be a ServiceDist or a ServiceSampling, got {dist!r}")
     lam = float_arg("lam", lam)
     if lam <= 0:
         raise ConfigError("lam", f"must be > 0, got {lam}")
@@ -313,14 +284,8 @@ def simulate_general(
     N = int_arg("N", N, 1)
     if N > _MAX_N:
         raise ConfigError("N", f"must be < 2**32, got {N}")
-    horizon = float_arg("horizon", horizon)
-    warmup = float_arg("warmup", warmup)
-    if warmup < 0:
-        raise ConfigError("warmup", f"must be >= 0, got {warmup}")
-    if horizon <= warmup:
-        raise ConfigError("horizon", f"must exceed warmup = {warmup}, got {horizon}")
-    batches = int_arg("batches", batches, 2)
-    rho = lam * dist.mean
+    horizon, warmup, batches = run_length(horizon, warmup, batches)
+    rho = lam * sampling.mean
     if rho >= 1:
         raise UnstableError(f"load rho = lam * E[X] = {rho:g} >= 1: unstable, refusing to simulate")
     seq = seed_sequence(seed)
@@ -337,22 +302,37 @@ def simulate_general(
     # First arrival: drawn from the same stream as every later one.
     clock = np.array([0.0, _exponential(state, lam_n), 0.0, 0.0])
     counters = np.zeros(2, dtype=np.int64)
-    params = np.asarray(dist.kernel_params, dtype=np.float64)
+    params = np.asarray(sampling.params, dtype=np.float64)
 
-    _ensure_compiled()
+    ensure_compiled(_warm_up_kernel)
     check_budget(2.0 * lam_n * horizon, what=f"this run (N = {N}, horizon = {horizon:g})")
-    # Micro-batches from time 0 (see lbrepro.sim.runlength): the kernel returns after each.
+    # Micro-batches from time 0 (see lbrepro.sim.runlength): the kernel returns after each,
+    # its levels' integrals in a fresh ``area`` array (kept as the record, no copy); the
+    # tail fractions derived from a record are computed when asked for (``tails``).
+    micro_area: list[np.ndarray] = []
+    micro_duration: list[float] = []
     micro_u: list[np.ndarray] = []
     micro_arr: list[int] = []
     micro_events: list[int] = []
 
+    def tails() -> list[np.ndarray]:
+        """Every micro-batch's time-averaged fractions of servers with ≥ k jobs so far."""
+        for a, duration in zip(
+            micro_area[len(micro_u) :], micro_duration[len(micro_u) :], strict=True
+        ):
+            u_b = a / (N * duration)
+            u_b[0] = 1.0
+            micro_u.append(u_b)
+        return micro_u
+
     def step(t_end: float) -> int:
+        """Run one micro-batch (growing the level arrays as needed); return its events."""
         nonlocal Q, area, last
         t_start = clock[0]
         ev0, ar0 = int(counters[0]), int(counters[1])
         while True:
             status = _advance(
-                q, ht, hs, clock, Q, area, last, t_end, lam_n, N, d, dist.code, params, state,
+                q, ht, hs, clock, Q, area, last, t_end, lam_n, N, d, sampling.code, params, state,
                 counters,
             )  # fmt: skip
             if status == _STATUS_OK:
@@ -363,21 +343,17 @@ def simulate_general(
                     f"t = {clock[0]:.6g}: the system looks unstable"
                 )
             Q, area, last = _grow(Q, area, last, clock[0])
-        # Close every level's stretch at the micro-batch end.
-        area += Q * (t_end - last)
-        last[:] = t_end
         micro_events.append(int(counters[0]) - ev0)
         micro_arr.append(int(counters[1]) - ar0)
-        u_b = area / (N * (t_end - t_start))
-        u_b[0] = 1.0
-        micro_u.append(u_b)
-        area[:] = 0.0
+        micro_area.append(area)
+        micro_duration.append(t_end - t_start)
+        area = np.zeros_like(area)
         return micro_events[-1]
 
     start = time.perf_counter()
     run = run_micro_batches(
         step,
-        lambda: np.array([a[1:].sum() for a in micro_u]),
+        lambda: np.array([a[1:].sum() for a in tails()]),
         horizon=horizon,
         warmup=warmup,
         min_batches=batches,
@@ -388,6 +364,7 @@ def simulate_general(
     used = slice(bm.start, bm.start + bm.group * bm.batches)
     events = int(sum(micro_events[bm.start :]))
     batch_arr = micro_arr[used]
+    tails()
     width = max(a.size for a in micro_u)
     per_micro = np.zeros((len(micro_u), width))
     for i, a in enumerate(micro_u):
@@ -419,7 +396,7 @@ def simulate_general(
         N=N,
         d=d,
         lam=lam,
-        dist=dist.label,
+        dist=sampling.label,
         horizon=run.horizon,
         warmup=warmup,
         batches=bm.batches,

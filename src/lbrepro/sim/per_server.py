@@ -25,11 +25,11 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from lbrepro.core.args import float_arg, int_arg
+from lbrepro.core.args import float_arg, int_arg, run_length
 from lbrepro.core.errors import ConfigError, UnstableError
 from lbrepro.core.rng import seed_sequence, xoshiro_state
 from lbrepro.core.stats import batch_means_ci
-from lbrepro.sim.occupancy import _wait_probability
+from lbrepro.sim.estimates import arrival_fraction
 from lbrepro.sim.runlength import check_budget, run_micro_batches
 from lbrepro.sim.xoshiro import randint, uniform
 
@@ -246,13 +246,7 @@ def simulate_per_server(
     replace = bool(replace)
     if not replace and d > N:
         raise ConfigError("d", f"cannot sample d = {d} of N = {N} servers without replacement")
-    horizon = float_arg("horizon", horizon)
-    warmup = float_arg("warmup", warmup)
-    if warmup < 0:
-        raise ConfigError("warmup", f"must be >= 0, got {warmup}")
-    if horizon <= warmup:
-        raise ConfigError("horizon", f"must exceed warmup = {warmup}, got {horizon}")
-    batches = int_arg("batches", batches, 2)
+    horizon, warmup, batches = run_length(horizon, warmup, batches)
     seq = seed_sequence(seed)
     if lam >= mu:
         raise UnstableError(f"load lam = {lam:g} >= mu = {mu:g}: unstable, refusing to simulate")
@@ -277,6 +271,7 @@ def simulate_per_server(
     micro_events: list[int] = []
 
     def step(t_end: float) -> int:
+        """Run one micro-batch (growing the level arrays as needed); return its events."""
         nonlocal cnt, area, nb, top, jobs, t
         t_start = t
         jobs_area = 0.0
@@ -324,7 +319,7 @@ def simulate_per_server(
     batch_arrivals = micro_arrivals[used]
     nz = np.flatnonzero(np.asarray(est_u.mean))
     K1 = int(nz[-1]) + 1
-    p_wait, p_wait_ci = _wait_probability(
+    p_wait, p_wait_ci = arrival_fraction(
         bm.merge(np.array(micro_waits, dtype=float)), bm.merge(np.array(micro_arrivals, float))
     )
     entropy = seq.entropy

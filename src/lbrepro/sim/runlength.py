@@ -112,6 +112,7 @@ _stop = [False]
 
 
 def _on_sigint(signum: int, frame: object) -> None:
+    """SIGINT handler: only raise the stop flag; the run stops after the current micro-batch."""
     _stop[0] = True
 
 
@@ -160,10 +161,12 @@ class RunLength:
 
     @property
     def warmup_used(self) -> float:
+        """Time discarded at the start (the truncated micro-batches)."""
         return self.batching.start * self.micro_len
 
     @property
     def batches(self) -> int:
+        """Number of batch means of the intervals."""
         return self.batching.batches
 
 
@@ -205,6 +208,7 @@ def run_micro_batches(
     events = 0
 
     def run_to(n: int) -> None:
+        """Run micro-batches until n have been simulated, counting their events."""
         nonlocal count, events
         while count < n:
             count += 1

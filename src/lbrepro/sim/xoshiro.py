@@ -1,7 +1,10 @@
 """xoshiro256** random numbers for numba kernels (Blackman & Vigna 2018).
 
 The state is a uint64[4] array (from ``lbrepro.core.rng.xoshiro_state``) mutated in place,
-so a kernel called several times continues the same stream. All arithmetic is explicitly
+so a kernel called several times continues the same stream. A hot loop may instead hold the
+four words in local variables (``s0, s1, s2, s3 = state``) and draw with the ``*_from``
+functions, which return the new words, then store them back before returning: the same
+numbers, without a store to memory at every draw. All arithmetic is explicitly
 uint64: mixing uint64 with a signed integer makes numba promote to float64.
 
 Numba's on-disk cache of a kernel does not notice edits to this file; after changing it,
@@ -13,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["next_u64", "randint", "uniform"]
+__all__ = ["bounded_from", "next_u64", "next_u64_from", "randint", "uniform", "uniform_from"]
 
 _S7 = np.uint64(7)
 _S11 = np.uint64(11)
@@ -31,6 +34,7 @@ _TWO_M53 = 1.0 / 9007199254740992.0
 
 @njit(inline="always")
 def _rotl(x, k):
+    """Rotate the 64-bit word x left by k bits."""
     return (x << k) | (x >> (_S64 - k))
 
 
@@ -78,3 +82,39 @@ def randint(state, n):
             m = (next_u64(state) >> _S32) * n64
             low = m & _LOW32
     return np.int64(m >> _S32)
+
+
+@njit(inline="always")
+def next_u64_from(s0, s1, s2, s3):
+    """``next_u64`` on a state held in four local words: return (output, s0, s1, s2, s3)."""
+    result = _rotl(s1 * _FIVE, _S7) * _NINE
+    t = s1 << _S17
+    s2 ^= s0
+    s3 ^= s1
+    s1 ^= s2
+    s0 ^= s3
+    s2 ^= t
+    s3 = _rotl(s3, _S45)
+    return result, s0, s1, s2, s3
+
+
+@njit(inline="always")
+def uniform_from(x):
+    """The uniform on (0, 1] that ``uniform`` makes of the 64-bit output x."""
+    return ((x >> _S11) + _ONE) * _TWO_M53
+
+
+@njit(inline="always")
+def bounded_from(s0, s1, s2, s3, n):
+    """``randint(state, n)`` on a state held in four local words: (value, s0, s1, s2, s3)."""
+    n64 = np.uint64(n)
+    x, s0, s1, s2, s3 = next_u64_from(s0, s1, s2, s3)
+    m = (x >> _S32) * n64
+    low = m & _LOW32
+    if low < n64:
+        threshold = (_TWO32 - n64) % n64
+        while low < threshold:
+            x, s0, s1, s2, s3 = next_u64_from(s0, s1, s2, s3)
+            m = (x >> _S32) * n64
+            low = m & _LOW32
+    return np.int64(m >> _S32), s0, s1, s2, s3

@@ -1,4 +1,4 @@
-"""Artifacts of the general-service paper (seed 002, Li & Lui; models.md §C).
+"""Artifacts of the general-service paper (seed 002, Li & Lui; docs/models.md §C).
 
 The paper's closed form is reproduced as published — θ, Π_k, T_d — and set beside the truth:
 the exact mean field for phase-type service (cavity queue; it agrees with the (n, phase) ODE
@@ -9,7 +9,7 @@ to 1e-8, see tests) and simulation of N FCFS servers for any service distributio
   printed formula, μ = 1).
 - ``general-theta-exp`` (:mod:`.theta_exp`): θ against μ for exponential service, d = 2 and 3.
 - ``general-theta-examples`` (:mod:`.theta_examples`): θ by quadrature against the closed
-  forms of models.md §C.
+  forms of docs/models.md §C.
 - ``general-sojourn`` (:mod:`.sojourn`): E[T] against ρ for Erlang-2, d = 2 — published T_d,
   exact mean field, simulation; exponential for reference.
 - ``general-tail`` (:mod:`.tail`): log10 u_k against k at ρ = 0.7, d = 2 for light and heavy

@@ -9,10 +9,10 @@ from typing import Any
 
 from lbrepro.artifacts.general.point_runs import LIMIT_RATIO, main_rows
 from lbrepro.artifacts.registry import Rows
-from lbrepro.artifacts.supermarket import neighbour_load, resolution
 from lbrepro.core.claims import Claim, make_claim
 from lbrepro.core.io import select
 from lbrepro.core.stats import Estimate
+from lbrepro.core.tail_verdicts import neighbour_load, resolution
 from lbrepro.core.verdicts import EmptyComparisonError, Verdict, estimate, within
 from lbrepro.models import general as model
 from lbrepro.models import service

@@ -161,7 +161,7 @@ ARTIFACT = Artifact(
     reconstructions=(
         "The paper's E(2,1) is taken as Erlang-2 scaled to mean 1, so ρ = λ; only the time "
         "unit differs from two phases of rate 1.",
-        "T_d = Σ_k (Π_{k−1}^d − Π_k^d)[1/μ + 1{k≥2}(E[X_R] + (k−2)/μ)] is models.md's "
+        "T_d = Σ_k (Π_{k−1}^d − Π_k^d)[1/μ + 1{k≥2}(E[X_R] + (k−2)/μ)] is docs/models.md's "
         "reconstruction of how the paper builds its sojourn time (the seed lost the "
         "equation).",
         LIMIT_RULE,

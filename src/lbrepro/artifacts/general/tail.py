@@ -18,17 +18,17 @@ from lbrepro.artifacts.general.config_checks import (
 )
 from lbrepro.artifacts.general.point_runs import PH_NOTE, main_rows, point_rows
 from lbrepro.artifacts.registry import Artifact, Rows
-from lbrepro.artifacts.supermarket import (
+from lbrepro.core.claims import Claim, consistency, make_claim
+from lbrepro.core.ids import add_point
+from lbrepro.core.io import select
+from lbrepro.core.stats import Estimate
+from lbrepro.core.tail_verdicts import (
     geometric_control,
     neighbour_load,
     resolution,
     tail_levels,
     tail_shape,
 )
-from lbrepro.core.claims import Claim, consistency, make_claim
-from lbrepro.core.ids import add_point
-from lbrepro.core.io import select
-from lbrepro.core.stats import Estimate
 from lbrepro.core.verdicts import EmptyComparisonError, estimate, within
 from lbrepro.models import service
 from lbrepro.plotting.style import METHOD_STYLE, color, new_figure

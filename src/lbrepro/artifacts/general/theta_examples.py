@@ -1,4 +1,4 @@
-"""general-theta-examples: θ by quadrature against the closed forms of models.md §C."""
+"""general-theta-examples: θ by quadrature against the closed forms of docs/models.md §C."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Supermarket model with general service times (models.md §C, seed 002, Li & Lui).
+"""Supermarket model with general service times (docs/models.md §C, seed 002, Li & Lui).
 
 FCFS servers, Poisson arrivals at rate λ per server, JSQ(d) (d servers sampled with
 replacement), service time X ~ :class:`~lbrepro.models.service.ServiceDist` with survival Ḡ,
@@ -9,7 +9,7 @@ Two things live here, side by side:
 * **The paper's closed form, as published.** θ = ∫_0^∞ [μḠ(x)]^d dx (adaptive quadrature,
   :func:`theta`; closed forms in :func:`theta_closed_form`), the fixed point
   Π_k = ρ^{(d^k−1)/(d−1)} θ^{(d^{k−1}−1)/(d−1)} (:func:`published_tail`) and the sojourn time
-  T_d (:func:`published_sojourn`, reconstruction of models.md §C).
+  T_d (:func:`published_sojourn`, reconstruction of docs/models.md §C).
 * **The truth for phase-type service.** Each server's state (queue length n, phase j of the
   job in service) is Markov, so the mean field is exact as N → ∞. Its fixed point is found two
   independent ways that must agree: the *cavity queue* (:func:`cavity_fixed_point`: one PH

@@ -1,4 +1,4 @@
-"""The exact mean field for phase-type service (models.md §C).
+"""The exact mean field for phase-type service (docs/models.md §C).
 
 Each server's state (queue length n, phase j of the job in service) is Markov, so the mean
 field is exact as N → ∞. Its fixed point is found two independent ways that must agree: the

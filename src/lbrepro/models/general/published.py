@@ -1,4 +1,4 @@
-"""The paper's closed form as published (models.md §C): θ = ∫_0^∞ [μḠ(x)]^d dx, the fixed
+"""The paper's closed form as published (docs/models.md §C): θ = ∫_0^∞ [μḠ(x)]^d dx, the fixed
 point Π_k = ρ^{(d^k−1)/(d−1)} θ^{(d^{k−1}−1)/(d−1)} and the sojourn time T_d built on it; and
 the M/G/1 mean sojourn time (Pollaczek–Khinchine), the exact answer at d = 1."""
 
@@ -42,7 +42,7 @@ def theta(dist: Any, d: Any) -> float:
 
 
 def theta_closed_form(dist: Any, d: Any) -> float | None:
-    """θ in closed form (models.md §C) where one is known, else None.
+    """θ in closed form (docs/models.md §C) where one is known, else None.
 
     Exponential μ^{d−1}/d; Weibull μ^{d−1} d^{−1/k}; Lomax μ^{d−1}(α−1)/(dα−1);
     deterministic μ^{d−1}; Erlang-m of rate r (exact, by expanding (Σ_{j<m}(rx)^j/j!)^d as a
@@ -103,7 +103,7 @@ def published_tail(
 
 
 def published_sojourn(dist: Any, lam: Any, d: Any) -> float:
-    """T_d as the paper builds it [reconstruction, models.md §C].
+    """T_d as the paper builds it [reconstruction, docs/models.md §C].
 
     T_d = Σ_{k≥1} (Π_{k−1}^d − Π_k^d)·[1/μ + 1{k≥2}(E[X_R] + (k−2)/μ)], E[X_R] = μE[X²]/2:
     an arrival that joins a queue of k − 1 jobs waits for the residual service of the job in

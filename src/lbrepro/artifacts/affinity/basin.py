@@ -1,0 +1,212 @@
+"""affinity-basin: Fig. 8, basins of attraction on the simplex x00 + x01 + x10 = 1."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from lbrepro.artifacts.affinity.config_checks import service_rates, validator_with_hysteresis
+from lbrepro.artifacts.affinity.judging import exact_verdict
+from lbrepro.artifacts.affinity.reconstructions import FLUID_NOTE
+from lbrepro.artifacts.affinity.rows import SLUG, table_row
+from lbrepro.artifacts.registry import Artifact, Rows
+from lbrepro.core.claims import Claim, make_claim
+from lbrepro.core.io import select
+from lbrepro.core.verdicts import EmptyComparisonError, Verdict
+from lbrepro.models import affinity as model
+from lbrepro.plotting.style import color, new_figure
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+
+def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """One job: the whole simplex grid (a deterministic fluid computation)."""
+    mu1, mu2 = service_rates(cfg)
+    keep = ("lam", "d1", "grid", "t_end", "dt", "K")
+    return {"all": {k: cfg[k] for k in keep} | {"mu1": mu1, "mu2": mu2}}
+
+
+def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
+    """The fixed point reached from every grid state, and the control grid at d1* − 1."""
+    lam, mu1, mu2, d1, K, n = p["lam"], p["mu1"], p["mu2"], p["d1"], p["K"], p["grid"]
+    pts = model.fixed_points(lam, mu2, mu1, d1, K)
+    model.check_params(lam, mu2, mu1, d1)
+    rows: Rows = []
+    for a in range(n + 1):
+        for b in range(n + 1 - a):
+            x0 = np.zeros((K + 1, 2))
+            x0[0, 0], x0[0, 1], x0[1, 0] = a / n, b / n, (n - a - b) / n
+            xf = model.fluid_final(x0, lam, mu2, mu1, d1, p["t_end"], p["dt"])
+            f, dist = model.nearest_fixed_point(xf, pts)
+            rows.append(
+                table_row(
+                    "mf",
+                    "limit",
+                    float(f),  # index of the fixed point reached (see the fixed_point rows)
+                    kind=pts[f].kind,
+                    x00=a / n,
+                    x01=b / n,
+                    x10=(n - a - b) / n,
+                    distance=dist,
+                )
+            )
+    # The control: the same grid (coarser) just below the saddle-node, d1 = d1* − 1, where the
+    # queueing fixed point is the only one.
+    d1_c = model.dstar(lam, mu2, mu1) - 1
+    if d1_c >= 1:
+        pts_c = model.fixed_points(lam, mu2, mu1, d1_c, K)
+        n_c = min(n, 10)
+        for a in range(n_c + 1):
+            for b in range(n_c + 1 - a):
+                x0 = np.zeros((K + 1, 2))
+                x0[0, 0], x0[0, 1], x0[1, 0] = a / n_c, b / n_c, (n_c - a - b) / n_c
+                xf = model.fluid_final(x0, lam, mu2, mu1, d1_c, p["t_end"], p["dt"])
+                f, dist = model.nearest_fixed_point(xf, pts_c)
+                rows.append(
+                    table_row(
+                        "mf",
+                        "limit_control",
+                        float(f),
+                        kind=pts_c[f].kind,
+                        x00=a / n_c,
+                        x01=b / n_c,
+                        x10=(n_c - a - b) / n_c,
+                        distance=dist,
+                        d1=d1_c,
+                    )
+                )
+    for f, fp in enumerate(pts):
+        rows.append(
+            table_row(
+                "mf",
+                "fixed_point",
+                float(f),
+                kind=fp.kind,
+                x00=float(fp.x[0, 0]),
+                x01=float(fp.x[0, 1]),
+                x10=float(fp.x[1, 0]),
+                stable=fp.stable,
+            )
+        )
+    return rows
+
+
+def _two_basins_verdict(lim: Rows, tol: float) -> Verdict:
+    """Every initial state converges (L1 ≤ tol) and both basins are non-empty."""
+    if not lim:
+        raise EmptyComparisonError("affinity-basin: no initial states")
+    nq = sum(r["kind"] == "no-queueing" for r in lim)
+    q = sum(r["kind"] == "queueing" for r in lim)
+    far = sum(r["distance"] > tol for r in lim)
+    return Verdict(
+        passed=bool(nq and q and not far),
+        measured=f"no-queueing {nq}, queueing {q}, unconverged {far}",
+        expected="both basins non-empty, every state converged",
+        tolerance=tol,
+        details=f"max L1 distance {max(r['distance'] for r in lim):.1e}",
+    )
+
+
+def _basin_sides_verdict(q: Rows, nq: Rows) -> Verdict:
+    """The queueing basin has the higher mean x01 and the lower mean x00."""
+    if not q or not nq:
+        return exact_verdict(False, "one basin is empty", "two basins")
+    mq = (np.mean([r["x01"] for r in q]), np.mean([r["x00"] for r in q]))
+    mn = (np.mean([r["x01"] for r in nq]), np.mean([r["x00"] for r in nq]))
+    return Verdict(
+        passed=bool(mq[0] > mn[0] and mq[1] < mn[1]),
+        measured=f"mean x01 {mq[0]:.3f} vs {mn[0]:.3f}; mean x00 {mq[1]:.3f} vs {mn[1]:.3f}",
+        expected="higher mean x01 and lower mean x00 in the first basin",
+        tolerance="exact (a deterministic grid)",
+    )
+
+
+def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
+    """Both basins are non-empty and every state converges; the queueing basin lies at high x01."""
+    lim = select(rows, quantity="limit")
+    ctrl = select(rows, quantity="limit_control")
+    tol = cfg["tol"]
+    d1_c = ctrl[0]["d1"] if ctrl else None
+    claims = [
+        make_claim(
+            f"{len(lim)} initial states on x00 + x01 + x10 = 1 (λ = {cfg['lam']}, d1 = "
+            f"{cfg['d1']}): each converges to a fixed point; both basins are non-empty",
+            _two_basins_verdict(lim, tol),
+            control=(
+                f"the same grid at d1 = d1* − 1 = {d1_c} (one fixed point) must not show two "
+                "basins",
+                _two_basins_verdict(ctrl, tol)
+                if ctrl
+                else exact_verdict(False, "d1* = 1: no d1 below it", "two basins"),
+            ),
+        )
+    ]
+    q = [r for r in lim if r["kind"] == "queueing"]
+    nq = [r for r in lim if r["kind"] == "no-queueing"]
+    claims.append(
+        make_claim(
+            "Initial states not converging to the no-queueing point have many type-II jobs and "
+            "few idle servers (higher mean x01, lower mean x00 than the no-queueing basin)",
+            _basin_sides_verdict(q, nq),
+            control=(
+                "the same comparison with the basins swapped must fail",
+                _basin_sides_verdict(nq, q),
+            ),
+        )
+    )
+    return claims
+
+
+def plot(rows: Rows, cfg: Mapping[str, Any]) -> Figure:
+    """The grid states coloured by the fixed point they reach; no-queueing points marked."""
+    fig, axes = new_figure(1, 1, width=5.0, height=4.0)
+    ax = axes[0][0]
+    for c, kind in enumerate(("no-queueing", "queueing")):
+        pts = select(rows, quantity="limit", kind=kind)
+        ax.scatter(
+            [r["x00"] for r in pts],
+            [r["x01"] for r in pts],
+            s=8,
+            color=color(c),
+            label=f"→ {kind} fixed point",
+        )
+    for r in select(rows, quantity="fixed_point"):
+        if r["kind"] == "no-queueing":
+            ax.plot(
+                r["x00"],
+                r["x01"],
+                marker="*" if r["stable"] else "x",
+                color="k",
+                ms=10,
+                ls="none",
+                label=f"no-queueing ({'stable' if r['stable'] else 'saddle'})",
+            )
+    ax.set(
+        xlabel="initial idle fraction x00",
+        ylabel="initial fraction x01 (one type-II job)",
+        title=f"Basins, λ = {cfg['lam']}, d1 = {cfg['d1']} (x10 = 1 − x00 − x01)",
+    )
+    ax.legend(loc="upper right")
+    return fig
+
+
+ARTIFACT = Artifact(
+    id="affinity-basin",
+    slug=SLUG,
+    kind="figure",
+    title="Fig. 8: basins of attraction on the simplex x00 + x01 + x10 = 1",
+    caption=(
+        "Initial states on a triangular grid of x00 + x01 + x10 = 1 coloured by the fixed "
+        "point their fluid trajectory reaches, λ = 0.8, μ2 = 0.5, d1 = 25."
+    ),
+    methods=("MF",),
+    points=points,
+    compute=compute,
+    check=check,
+    plot=plot,
+    validate=validator_with_hysteresis("affinity-basin"),
+    reconstructions=(FLUID_NOTE,),
+)

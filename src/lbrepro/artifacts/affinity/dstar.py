@@ -1,0 +1,167 @@
+"""affinity-dstar: d1*, the smallest primary selection with no-queueing fixed points."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from lbrepro.artifacts.affinity.config_checks import check_loads_and_d1
+from lbrepro.artifacts.affinity.judging import exact_verdict
+from lbrepro.artifacts.affinity.rows import SLUG, is_real_number, table_row
+from lbrepro.artifacts.registry import Artifact, Rows
+from lbrepro.core.claims import Claim, make_claim
+from lbrepro.core.io import select
+from lbrepro.core.verdicts import EmptyComparisonError, Verdict
+from lbrepro.models import affinity as model
+
+
+def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """One job: every (λ, μ2) of the table (closed forms, instantaneous)."""
+    return {"all": {"lam": list(cfg["lam"]), "mu2": list(cfg["mu2"]), "mu1": cfg.get("mu1", 1.0)}}
+
+
+def validate(cfg: Mapping[str, Any]) -> None:
+    """Every (λ, μ2) pair must be a valid, stable parameter set."""
+    for mu2 in cfg["mu2"]:
+        check_loads_and_d1(
+            {"lam": cfg["lam"], "mu2": mu2, "mu1": cfg.get("mu1", 1.0)}, "affinity-dstar"
+        )
+
+
+def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
+    """d1* and its real-valued birth point per (λ, μ2), with an independent dense-grid check."""
+    rows: Rows = []
+    u = np.linspace(0.0, 1.0, 100001)[1:]
+    for mu2 in p["mu2"]:
+        for lam in p["lam"]:
+            d = model.dstar(lam, mu2, p["mu1"])
+            dc = model.dstar_continuous(lam, mu2, p["mu1"])
+            # Independent check of d1* on a dense u grid: a root at d1*, none at d1* − 1.
+            has = (
+                float(np.min(model.no_queueing_balance(u, lam, mu2, p["mu1"], d))) < 0 or lam < mu2
+            )
+            none_below = (
+                d == 1 or float(np.min(model.no_queueing_balance(u, lam, mu2, p["mu1"], d - 1))) > 0
+            )
+            # The control: the same grid test with d1* − 1 as the candidate must not confirm it.
+            shifted = None
+            if d >= 2:
+                bal = model.no_queueing_balance
+                shifted = bool(
+                    float(np.min(bal(u, lam, mu2, p["mu1"], d - 1))) < 0
+                    and (d == 2 or float(np.min(bal(u, lam, mu2, p["mu1"], d - 2))) > 0)
+                )
+            rows.append(
+                table_row(
+                    "cf",
+                    "dstar",
+                    d,
+                    lam=lam,
+                    mu2=mu2,
+                    dstar_real=dc,
+                    grid_confirms=bool(has and none_below),
+                    grid_confirms_shifted=shifted,
+                )
+            )
+    return rows
+
+
+def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
+    """The d1 = 3 / 25 bracket at λ = 0.8, the grid search's agreement, d1* increasing in λ."""
+    claims = []
+    mu1 = cfg.get("mu1", 1.0)
+
+    def bracket(d: int, lam: float) -> Verdict:
+        """Whether d1* lies in (3, 25]: d1 = 3 below it, d1 = 25 at or above it."""
+        return exact_verdict(3 < d <= 25, f"d1* = {d} at λ = {lam:g}", "3 < d1* ≤ 25")
+
+    r = select(rows, lam=0.8, mu2=0.5)
+    if r:
+        # Control: below μ2 a no-queueing root exists for every d1 (d1* = 1), so d1 = 3 is
+        # not below d1* there: the same bracket must fail.
+        lam_c = min([lam for lam in cfg["lam"] if lam < 0.5] or [0.45])
+        claims.append(
+            make_claim(
+                "λ = 0.8, μ2 = 0.5: d1 = 3 lies below d1* (the fixed point is unique) and d1 = 25 "
+                "at or above it (two more fixed points)",
+                bracket(r[0]["value"], 0.8),
+                control=(
+                    f"the same bracket at λ = {lam_c:g} < μ2 (a root for every d1) must fail",
+                    bracket(model.dstar(lam_c, 0.5, mu1), lam_c),
+                ),
+            )
+        )
+    ok = [r for r in rows if r["grid_confirms"]]
+    shifted = [r for r in rows if r.get("grid_confirms_shifted") is not None]
+    claims.append(
+        make_claim(
+            "d1* from the convexity of F agrees with a dense grid search (a root at d1*, none at "
+            "d1* − 1) for every (λ, μ2)",
+            exact_verdict(len(ok) == len(rows), f"{len(ok)}/{len(rows)}", "every (λ, μ2)"),
+            control=(
+                "the same grid test with d1* − 1 as the candidate must not confirm it "
+                f"({len(shifted)} rows with d1* ≥ 2)",
+                exact_verdict(
+                    bool(shifted) and all(r["grid_confirms_shifted"] for r in shifted),
+                    f"{sum(bool(r['grid_confirms_shifted']) for r in shifted)}/{len(shifted)}",
+                    "every (λ, μ2)",
+                ),
+            ),
+            source="lbrepro",
+        )
+    )
+
+    def monotone(vals: list[int]) -> Verdict:
+        """Whether the d1* values are non-decreasing in λ and larger at the last λ."""
+        if len(vals) < 2:
+            raise EmptyComparisonError(f"affinity-dstar: a trend needs two λ, got {vals}")
+        ok = all(a <= b for a, b in itertools.pairwise(vals)) and vals[-1] > vals[0]
+        return exact_verdict(ok, str(vals), "non-decreasing, last > first")
+
+    for mu2 in cfg["mu2"]:
+        vals = [r["value"] for r in sorted(select(rows, mu2=mu2), key=lambda r: r["lam"])]
+        claims.append(
+            make_claim(
+                f"μ2 = {mu2:.4g}: d1* increases with λ (non-decreasing, larger at the largest λ)",
+                monotone(vals),
+                control=("the same test on the λ axis reversed must fail", monotone(vals[::-1])),
+                source="lbrepro",
+            )
+        )
+    return claims
+
+
+def summary(rows: Rows) -> Rows:
+    """d1* per λ (rows) and μ2 (columns), with the real d where the roots are born."""
+    out: Rows = []
+    for lam in sorted({r["lam"] for r in rows}):
+        row: dict[str, Any] = {"λ": lam}
+        for r in select(rows, lam=lam):
+            dc = r["dstar_real"]
+            row[f"d1* (μ2 = {r['mu2']:.3g})"] = f"{r['value']}" + (
+                f"  (real {dc:.2f})" if is_real_number(dc) else ""
+            )
+        out.append(row)
+    return out
+
+
+ARTIFACT = Artifact(
+    id="affinity-dstar",
+    slug=SLUG,
+    kind="table",
+    title="d1*: the smallest primary selection with no-queueing fixed points",
+    caption=(
+        "d1* = smallest d1 for which F(u) = u + (λ/μ1)(1 − (1−u)^d1) + (λ/μ2)(1−u)^d1 − 1 "
+        "has a root (μ1 = 1); for λ < μ2 there is always exactly one (d1* = 1). F is convex, "
+        "so its minimum decides; 'real' is the non-integer d at which the roots are born."
+    ),
+    methods=("CF",),
+    points=points,
+    compute=compute,
+    check=check,
+    summary=summary,
+    validate=validate,
+)

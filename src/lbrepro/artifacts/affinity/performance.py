@@ -1,0 +1,338 @@
+"""Performance of CM(d1) against JSQ(d1) and RA, shared by Figs. 6 and 7
+(affinity-queue-length and affinity-waiting): one computation, two views."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from lbrepro.artifacts.affinity.config_checks import check_loads_and_d1, service_rates
+from lbrepro.artifacts.affinity.judging import LAM_SHIFT, extrapolate_to_infinity
+from lbrepro.artifacts.affinity.rows import table_row, with_contract_columns
+from lbrepro.artifacts.registry import Rows
+from lbrepro.core.claims import Claim, make_claim
+from lbrepro.core.ids import add_point, num
+from lbrepro.core.io import select
+from lbrepro.core.stats import batch_means_ci
+from lbrepro.core.verdicts import EmptyComparisonError, Verdict, estimate, within
+from lbrepro.models import affinity as model
+from lbrepro.models import supermarket
+from lbrepro.plotting.style import METHOD_STYLE, color, new_figure
+from lbrepro.sim.affinity import simulate_affinity
+
+PERF_KEYS = (
+    "cm_wait_jobs",
+    "cm_wait_var",
+    "cm_wait_time",
+    "cm_wait_time_I",
+    "cm_wait_time_II",
+    "jsq_wait_jobs",
+    "jsq_wait_var",
+    "jsq_wait_time",
+    "ra_wait_jobs",
+    "ra_wait_var",
+    "ra_wait_time",
+)
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+
+def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """One job for the formula grid and one per simulated load."""
+    mu1, mu2 = service_rates(cfg)
+    base = {"mu1": mu1, "mu2": mu2, "d1": cfg["d1"]}
+    pts = {"cf": base | {"kind": "cf", "lam": list(cfg["lam_grid"])}}
+    for lam in cfg["lam_sim"]:
+        params = base | {
+            "kind": "sim",
+            "lam": lam,
+            "N": cfg["N"],
+            "horizon": cfg["horizon"],
+            "warmup": cfg["warmup"],
+            "batches": cfg["batches"],
+        }
+        add_point(pts, f"sim-lam{num(lam)}", params, "lam_sim")
+    return pts
+
+
+def _cm_batch_measures(sim: Any) -> dict[str, np.ndarray]:
+    """Per-batch waiting measures of a CM simulation (Little's law per type)."""
+    L = sim.batch_x.shape[1]
+    i = np.arange(L)[:, None]
+    j = np.arange(2)[None, :]
+    w = np.maximum(i + j - 1, 0)  # waiting jobs at a server with (i, j)
+    bx = sim.batch_x
+    mean = (bx * w).sum(axis=(1, 2))
+    var = (bx * w**2).sum(axis=(1, 2)) - mean**2
+    wait_i = (bx * np.maximum(i - 1, 0) * np.ones((1, 2))).sum(axis=(1, 2))
+    wait_ii = bx[:, 1:, 1].sum(axis=1)
+    scale = sim.N * sim.batch_length
+    rate_i = sim.arrivals_type1 / scale
+    rate_ii = sim.arrivals_type2 / scale
+    return {
+        "cm_wait_jobs": mean,
+        "cm_wait_var": var,
+        "cm_wait_time": mean / (rate_i + rate_ii),
+        "cm_wait_time_I": wait_i / rate_i,
+        "cm_wait_time_II": np.where(rate_ii > 0, wait_ii / np.maximum(rate_ii, 1e-300), 0.0),
+    }
+
+
+def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
+    """The formulas on the λ grid, or the CM (N and N/2) and JSQ(d1) simulations at one λ."""
+    mu1, mu2, d1 = p["mu1"], p["mu2"], p["d1"]
+    rows: Rows = []
+    if p["kind"] == "cf":
+        for lam in p["lam"]:
+            perf = model.performance(lam, mu2, mu1, d1)
+            for key in PERF_KEYS:
+                policy, quantity = key.split("_", 1)
+                rows.append(table_row("cf", quantity, perf[key], policy=policy, lam=lam, d1=d1))
+        return rows
+    lam, N = p["lam"], p["N"]
+    cm_seed, jsq_seed = seed.spawn(2)
+    # CM at N and, for the N → ∞ extrapolation of the O(1/N) offset, at N/2 (same horizon).
+    half_seed = seed.spawn(1)[0]
+    for n_srv, s in ((N, cm_seed), (N // 2, half_seed)):
+        sim = simulate_affinity(
+            lam,
+            mu2,
+            mu1,
+            d1,
+            n_srv,
+            horizon=p["horizon"],
+            warmup=p["warmup"],
+            batches=p["batches"],
+            start="empty",
+            seed=s,
+        )
+        for key, vals in _cm_batch_measures(sim).items():
+            est = batch_means_ci(vals)
+            rows.append(
+                table_row(
+                    "sim",
+                    key.split("_", 1)[1],
+                    est.mean,
+                    ci_low=est.low,
+                    ci_high=est.high,
+                    policy="cm",
+                    lam=lam,
+                    d1=d1,
+                    N=n_srv,
+                    seed=seed.entropy,
+                    batches=p["batches"],
+                    events=sim.events,
+                )
+            )
+    jsq = supermarket.simulate(
+        lam=lam / mu1,
+        d=d1,
+        N=N,
+        horizon=p["horizon"] * mu1,
+        warmup=p["warmup"] * mu1,
+        seed=jsq_seed,
+        batches=p["batches"],
+    )
+    u = np.asarray(jsq.u_all)
+    k = np.arange(u.size)
+    w = u[2:]  # P(waiting ≥ m) = P(n ≥ m + 1)
+    m = k[1:-1]
+    mean = float(w.sum())
+    var = float(((2 * m - 1) * w).sum()) - mean**2
+    # mean waiting jobs = E[jobs] − P(busy): its CI from the mean-jobs CI (same batches).
+    half = (jsq.mean_jobs_ci[1] - jsq.mean_jobs_ci[0]) / 2
+    for quantity, value, ci in (
+        ("wait_jobs", mean, (mean - half, mean + half)),
+        ("wait_var", var, (None, None)),
+        ("wait_time", mean / lam, ((mean - half) / lam, (mean + half) / lam)),
+    ):
+        rows.append(
+            table_row(
+                "sim" if ci[0] is not None else "path",  # no batch-means CI for the variance
+                quantity,
+                value,
+                ci_low=ci[0],
+                ci_high=ci[1],
+                policy="jsq",
+                lam=lam,
+                d1=d1,
+                N=N,
+                seed=seed.entropy,
+                batches=p["batches"],
+            )
+        )
+    return with_contract_columns(rows, seed, N)
+
+
+def formula_values(rows: Rows, policy: str, quantity: str) -> dict[float, float]:
+    """The closed-form values of one policy's quantity, keyed by λ."""
+    return {
+        r["lam"]: r["value"] for r in select(rows, method="cf", policy=policy, quantity=quantity)
+    }
+
+
+def simulation_claims(
+    rows: Rows, cfg: Mapping[str, Any], quantities: tuple[str, ...]
+) -> list[Claim]:
+    """CM simulation against the fixed-point formulas (N = ∞ values), per quantity.
+
+    Two claims per quantity, both judged with ``within`` on the simulations' CIs and no
+    absolute tolerance: (1) the N → ∞ value extrapolated from N/2 and N (x_N = x_∞ + c/N) lies
+    within its CI of the formula; (2) a labelled finite-N finding: the N-server estimate itself,
+    with no allowance. Control of both: the formula at the neighbouring load λ − LAM_SHIFT.
+    """
+    mu1, mu2 = service_rates(cfg)
+    sims = select(rows, method="sim", policy="cm")
+    if not sims:
+        raise EmptyComparisonError("affinity: no CM simulation rows")
+    Ns = sorted({r["N"] for r in sims})
+    N, Nh = Ns[-1], Ns[0]
+    lams = sorted({r["lam"] for r in sims})
+    claims: list[Claim] = []
+    for q in quantities:
+        by = {(r["N"], r["lam"]): estimate(r) for r in sims if r["quantity"] == q}
+        ref = [model.performance(lam, mu2, mu1, cfg["d1"])["cm_" + q] for lam in lams]
+        ref_c = [model.performance(lam - LAM_SHIFT, mu2, mu1, cfg["d1"])["cm_" + q] for lam in lams]
+        labels = [f"λ={lam:g}" for lam in lams]
+        ctrl = f"the formula at the neighbouring loads λ − {LAM_SHIFT:g} must be rejected"
+        offsets = "; ".join(
+            f"λ={lam:g}: N={n} {by[(n, lam)].mean - r:+.4g} (±{by[(n, lam)].half_width:.2g})"
+            for lam, r in zip(lams, ref, strict=True)
+            for n in (Nh, N)
+        )
+        if Nh < N:
+            ext = [extrapolate_to_infinity(by[(N, lam)], by[(Nh, lam)]) for lam in lams]
+            claims.append(
+                make_claim(
+                    f"CM({cfg['d1']}) {q}: the simulation extrapolated to N → ∞ from N = {Nh} "
+                    f"and {N} (O(1/N) offset) lies within its CI of the fixed-point formula at "
+                    "every simulated λ",
+                    within(ext, ref, labels=labels),
+                    control=(ctrl, within(ext, ref_c, labels=labels)),
+                    source="lbrepro",
+                    details=f"offsets sim − formula: {offsets}",
+                )
+            )
+        est = [by[(N, lam)] for lam in lams]
+        claims.append(
+            make_claim(
+                f"Finite-N (N = {N}): CM({cfg['d1']}) simulated {q} within its CI of the "
+                "fixed-point formula (an N = ∞ value) at every simulated λ, no allowance",
+                within(est, ref, labels=labels),
+                control=(ctrl, within(est, ref_c, labels=labels)),
+                source="lbrepro",
+                details="at finite N some type-I jobs queue at servers without a type-II job: "
+                "an O(1/N) offset the claim above extrapolates away",
+            )
+        )
+    return claims
+
+
+def loads_above_mu2(rows: Rows, cfg: Mapping[str, Any]) -> list[float]:
+    """The formula grid's loads in (μ2, μ1), where CM sits at its queueing fixed point."""
+    mu1, mu2 = service_rates(cfg)
+    grid = {r["lam"] for r in select(rows, method="cf", policy="cm")}
+    lams = [lam for lam in sorted(grid) if mu2 < lam < mu1]
+    if not lams:
+        raise EmptyComparisonError("affinity: no λ of the formula grid lies in (μ2, μ1)")
+    return lams
+
+
+def ratio_verdict(ratio: dict, lo: float, hi: float, what: str) -> Verdict:
+    """A ratio lies in [lo, hi] at every λ."""
+    bad = [lam for lam, v in ratio.items() if not lo <= v <= hi]
+    return Verdict(
+        passed=not bad,
+        measured=f"{what} {min(ratio.values()):.3f}–{max(ratio.values()):.3f}",
+        expected=f"in [{lo:g}, {hi:g}] at every λ",
+        tolerance=f"[{lo:g}, {hi:g}]",
+        details=(f"outside at λ = {[round(v, 3) for v in bad]}; " if bad else "")
+        + "; ".join(
+            f"λ={lam:g}: {v:.3f}" for lam, v in list(ratio.items())[:: max(1, len(ratio) // 6)]
+        ),
+    )
+
+
+def plot_panels(rows: Rows, cfg: Mapping[str, Any], groups: tuple, ymax: float) -> Figure:
+    """One panel per (title, ylabel, curves); curves = (policy, quantity, label) with fixed-point
+    lines and simulation markers (95% CI). Linear axes capped at ``ymax`` (RA diverges)."""
+    d = cfg["d1"]
+    fig, axes = new_figure(1, len(groups), width=4.4 * len(groups), height=3.6)
+    for ax, (title, ylabel, curves) in zip(axes[0], groups, strict=True):
+        for c, (policy, quantity, label) in enumerate(curves):
+            cf = sorted(
+                select(rows, method="cf", policy=policy, quantity=quantity), key=lambda r: r["lam"]
+            )
+            ax.plot(
+                [r["lam"] for r in cf],
+                [r["value"] for r in cf],
+                color=color(c),
+                label=label.format(d=d),
+            )
+            sim = [
+                r
+                for r in select(rows, method="sim", policy=policy, quantity=quantity)
+                if r.get("ci_low") is not None and r["N"] == cfg["N"]
+            ]
+            if sim:
+                ax.errorbar(
+                    [r["lam"] for r in sim],
+                    [r["value"] for r in sim],
+                    yerr=[
+                        [r["value"] - r["ci_low"] for r in sim],
+                        [r["ci_high"] - r["value"] for r in sim],
+                    ],
+                    color=color(c),
+                    capsize=2,
+                    **METHOD_STYLE["sim"] | {"label": None},
+                )
+        ax.plot([], [], color="k", **METHOD_STYLE["sim"] | {"label": f"simulation, N = {cfg['N']}"})
+        ax.set(
+            xlabel="arrival rate λ per server (μ1 = 1)",
+            ylabel=ylabel,
+            title=title,
+            ylim=(0, ymax),
+        )
+        ax.legend(loc="upper left")
+    return fig
+
+
+def summary_of(quantities: tuple[str, ...]) -> Callable[[Rows], Rows]:
+    """The report's summary function for these quantities: simulation beside the fixed point."""
+
+    def summary(rows: Rows) -> Rows:
+        """Estimates at the largest N beside their fixed-point values, per λ and policy."""
+        out = []
+        for r in sorted(select(rows, method="sim"), key=lambda r: (r["lam"], r["policy"])):
+            if r["quantity"] not in quantities:
+                continue
+            if r["N"] != max(q["N"] for q in rows if q["method"] == "sim"):
+                continue  # the N/2 run only feeds the N → ∞ extrapolation
+            cf = select(rows, method="cf", policy=r["policy"], quantity=r["quantity"], lam=r["lam"])
+            ci = f" [{r['ci_low']:.4f}, {r['ci_high']:.4f}]" if r.get("ci_low") is not None else ""
+            out.append(
+                {
+                    "λ": r["lam"],
+                    "policy": r["policy"],
+                    "quantity": r["quantity"],
+                    f"simulation N={r['N']} (95% CI)": f"{r['value']:.4f}{ci}",
+                    "fixed point": f"{cf[0]['value']:.4f}" if cf else "—",
+                }
+            )
+        return out
+
+    return summary
+
+
+def validator_for_load_grids(name: str) -> Callable[[Mapping[str, Any]], None]:
+    """The validate function of a performance section: both load lists are checked."""
+
+    def validate(cfg: Mapping[str, Any]) -> None:
+        """Check the grid's and the simulated loads, naming the list they came from."""
+        check_loads_and_d1({**cfg, "lam": list(cfg["lam_grid"])}, name, "lam_grid")
+        check_loads_and_d1({**cfg, "lam": list(cfg["lam_sim"])}, name, "lam_sim")
+
+    return validate

@@ -1,0 +1,385 @@
+"""affinity-sim-vs-fluid: Figs. 3/5, simulation against the fluid limit and its fixed point."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from lbrepro.artifacts.affinity.config_checks import check_loads_and_d1, service_rates
+from lbrepro.artifacts.affinity.judging import LAM_SHIFT, extrapolate_to_infinity
+from lbrepro.artifacts.affinity.reconstructions import (
+    ASSIGNMENT_NOTE,
+    EXTRAPOLATION_NOTE,
+    FLUID_NOTE,
+    PRIMARY_NOTE,
+)
+from lbrepro.artifacts.affinity.rows import SLUG, table_row, with_contract_columns
+from lbrepro.artifacts.registry import Artifact, Rows
+from lbrepro.core.claims import Claim, close, make_claim
+from lbrepro.core.errors import ConfigError
+from lbrepro.core.ids import add_point
+from lbrepro.core.io import select
+from lbrepro.core.stats import batch_means_ci
+from lbrepro.core.verdicts import EmptyComparisonError, Verdict, estimate, within
+from lbrepro.models import affinity as model
+from lbrepro.plotting.style import METHOD_STYLE, color, new_figure
+from lbrepro.sim.affinity import simulate_affinity
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+
+def validate(cfg: Mapping[str, Any]) -> None:
+    """Check loads and N, and that every case's d1 lies in [1, N]."""
+    check_loads_and_d1(cfg, "affinity-sim-vs-fluid")
+    for i, (d1, _start) in enumerate(cfg["cases"]):
+        if not 1 <= d1 <= cfg["N"]:
+            raise ConfigError(
+                f"affinity-sim-vs-fluid.cases[{i}][0]", f"d1 = {d1} must lie in [1, N = {cfg['N']}]"
+            )
+
+
+def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """One job per (d1, start) case."""
+    mu1, mu2 = service_rates(cfg)
+    keep = ("lam", "N", "horizon", "warmup", "t_plot", "dt_snap", "batches")
+    points: dict[str, dict[str, Any]] = {}
+    for d1, start in cfg["cases"]:
+        params = {k: cfg[k] for k in keep} | {"d1": d1, "start": start, "mu1": mu1, "mu2": mu2}
+        add_point(points, f"d{d1}-{start}", params, "cases")
+    return points
+
+
+def _stationary_rows(sim: Any, N: int, seed: Any, batches: int, case: dict) -> Rows:
+    """The stationary estimates of one run: x[i, j] for i ≤ 3 and the immediate-switch fraction."""
+    rows: Rows = []
+    for i in range(4):
+        for j in range(2):
+            rows.append(
+                table_row(
+                    "sim",
+                    "x_mean",
+                    float(sim.x[i, j]),
+                    ci_low=float(sim.x_ci_low[i, j]),
+                    ci_high=float(sim.x_ci_high[i, j]),
+                    i=i,
+                    j=j,
+                    N=N,
+                    seed=seed,
+                    batches=batches,
+                )
+                | case
+            )
+    arr = sim.arrivals_type1 + sim.arrivals_type2
+    est = batch_means_ci(sim.arrivals_type2 / arr) if len(arr) > 1 else None
+    rows.append(
+        table_row(
+            "sim",
+            "switch_fraction",
+            float(sim.arrivals_type2.sum() / arr.sum()),
+            ci_low=est.low if est else None,
+            ci_high=est.high if est else None,
+            N=N,
+            seed=seed,
+            batches=batches,
+        )
+        | case
+    )
+    return rows
+
+
+def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
+    """Simulated path and stationary estimates (N, N/2) beside the fluid trajectory and point."""
+    lam, mu1, mu2, d1, N = p["lam"], p["mu1"], p["mu2"], p["d1"], p["N"]
+    case = {"d1": d1, "start": p["start"]}
+    snap = np.arange(0.0, p["t_plot"] + 1e-9, p["dt_snap"])
+    sim = simulate_affinity(
+        lam,
+        mu2,
+        mu1,
+        d1,
+        N,
+        horizon=p["horizon"],
+        warmup=p["warmup"],
+        batches=p["batches"],
+        start=p["start"],
+        seed=seed,
+        snap_times=snap,
+    )
+    K = model.K_DEFAULT
+    times, tr = model.fluid_trajectory(
+        model.start_state(p["start"], K), lam, mu2, mu1, d1, t_end=p["t_plot"], n_record=201, K=K
+    )
+    rows: Rows = []
+    for i in range(4):
+        for j in range(2):
+            for t, v in zip(times, tr[:, i, j], strict=True):
+                rows.append(table_row("mf", "x_t", float(v), t=float(t), i=i, j=j) | case)
+            for t, v in zip(snap, sim.snaps[:, i, j], strict=True):
+                rows.append(table_row("path", "x_t", float(v), t=float(t), i=i, j=j, N=N) | case)
+    rows += _stationary_rows(sim, N, seed.entropy, p["batches"], case)
+    # The same run with N/2 servers (stationary estimates only): with x_N = x_∞ + c/N the pair
+    # gives the N → ∞ value the fluid limit claims (see extrapolate_to_infinity).
+    half_seed = seed.spawn(1)[0]
+    sim_h = simulate_affinity(
+        lam,
+        mu2,
+        mu1,
+        d1,
+        N // 2,
+        horizon=p["horizon"],
+        warmup=p["warmup"],
+        batches=p["batches"],
+        start=p["start"],
+        seed=half_seed,
+    )
+    rows += _stationary_rows(sim_h, N // 2, seed.entropy, p["batches"], case)
+    pts = model.fixed_points(lam, mu2, mu1, d1)
+    f, _ = model.nearest_fixed_point(tr[-1], pts)
+    # The control: the fixed point of the same kind at the neighbouring load λ − LAM_SHIFT.
+    pts_c = [q for q in model.fixed_points(lam - LAM_SHIFT, mu2, mu1, d1) if q.stable]
+    fc = next(q for q in pts_c if q.kind == pts[f].kind)
+    for i in range(4):
+        for j in range(2):
+            rows.append(
+                table_row("mf", "fixed_point", float(pts[f].x[i, j]), i=i, j=j, kind=pts[f].kind)
+                | case
+            )
+            rows.append(
+                table_row(
+                    "mf",
+                    "fixed_point_control",
+                    float(fc.x[i, j]),
+                    i=i,
+                    j=j,
+                    kind=fc.kind,
+                    lam=lam - LAM_SHIFT,
+                )
+                | case
+            )
+    sw_c = mu2 * float(fc.x[0, 1]) / (lam - LAM_SHIFT) if fc.kind == "queueing" else 0.0
+    rows.append(
+        table_row("mf", "switch_fraction_control", sw_c, lam=lam - LAM_SHIFT, kind=fc.kind) | case
+    )
+    return with_contract_columns(rows, seed, N)
+
+
+def _fixed_cells(kind: str) -> list[tuple[int, int]]:
+    """The cells that carry a fixed point: its three largest fractions."""
+    return [(0, 1), (1, 1), (2, 1)] if kind == "queueing" else [(0, 0), (1, 0), (0, 1)]
+
+
+PUBLISHED_FIG5 = {(0, 1): 0.40, (1, 1): 0.4704, (2, 1): 0.1283}
+
+
+def _fig5_verdict(lam: float) -> Verdict:
+    """The closed-form queueing fixed point at λ (μ2 = 0.5, d1 = 3) against the published one,
+    which is rounded at four decimals: every cell within 5e-5."""
+    xq = model.queueing_fixed_point(lam, 0.5, 1.0, 3)
+    diffs = {c: abs(float(xq[c]) - v) for c, v in PUBLISHED_FIG5.items()}
+    worst = max(diffs, key=diffs.get)
+    return Verdict(
+        passed=diffs[worst] <= 5e-5,
+        measured=", ".join(f"x{c} = {float(xq[c]):.5f}" for c in PUBLISHED_FIG5),
+        expected=", ".join(f"x{c} = {v}" for c, v in PUBLISHED_FIG5.items()),
+        tolerance="5e-05 (the published rounding)",
+        details=f"λ = {lam:g}: largest difference {diffs[worst]:.2g} at x{worst}",
+    )
+
+
+def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
+    """Fig. 5's fixed point and switch fraction, then each case against its fluid fixed point."""
+    lam = cfg["lam"]
+    claims: list[Claim] = [
+        make_claim(
+            "Fig. 5: the closed-form queueing fixed point at λ = 0.8, μ2 = 0.5, d1 = 3 is the "
+            "published (x01, x11, x21) = (0.40, 0.4704, 0.1283)",
+            _fig5_verdict(0.8),
+            control=(
+                f"the closed form at the neighbouring load λ = {0.8 - LAM_SHIFT / 2:g} must not "
+                "match the published numbers",
+                _fig5_verdict(0.8 - LAM_SHIFT / 2),
+            ),
+        ),
+    ]
+    perf = model.performance(0.8, 0.5, 1.0, 3)["cm_switch_fraction"]
+    perf_c = model.performance(0.8 - LAM_SHIFT / 2, 0.5, 1.0, 3)["cm_switch_fraction"]
+    claims.append(
+        make_claim(
+            "At λ = 0.8, μ2 = 0.5 the fixed point sends a fraction μ2·x01/λ = 1/4 of the arrivals "
+            "through an immediate switch",
+            close(0.25, perf, 1e-9, relative=True),
+            control=(
+                f"the closed form at λ = {0.8 - LAM_SHIFT / 2:g} must not give 1/4",
+                close(0.25, perf_c, 1e-9, relative=True),
+            ),
+        )
+    )
+    for d1, start in cfg["cases"]:
+        claims += _case_claims(rows, cfg, d1, start, lam)
+    return claims
+
+
+def _case_claims(
+    rows: Rows, cfg: Mapping[str, Any], d1: int, start: str, lam: float
+) -> list[Claim]:
+    """One (d1, start) case: extrapolated and finite-N fractions and switch fraction."""
+    fp = {(r["i"], r["j"]): r for r in select(rows, quantity="fixed_point", d1=d1, start=start)}
+    fpc = {
+        (r["i"], r["j"]): r
+        for r in select(rows, quantity="fixed_point_control", d1=d1, start=start)
+    }
+    sims = select(rows, quantity="x_mean", d1=d1, start=start)
+    if not sims or not fp:
+        raise EmptyComparisonError(f"affinity-sim-vs-fluid: no rows for d1 = {d1}, {start}")
+    Ns = sorted({r["N"] for r in sims})
+    N, Nh = Ns[-1], Ns[0]
+    kind = next(iter(fp.values()))["kind"]
+    cells = _fixed_cells(kind)
+    by = {(r["N"], r["i"], r["j"]): estimate(r) for r in sims}
+    labels = [f"x{c}" for c in cells]
+    ref = [fp[c]["value"] for c in cells]
+    ref_c = [fpc[c]["value"] for c in cells]
+    lam_c = next(iter(fpc.values()))["lam"]
+    ctrl_text = (
+        f"the {kind} fixed point at the neighbouring load λ = {lam_c:g} must be rejected by the "
+        "same statistic"
+    )
+    claims: list[Claim] = []
+    if Nh < N:
+        ext = [extrapolate_to_infinity(by[(N, *c)], by[(Nh, *c)]) for c in cells]
+        claims.append(
+            make_claim(
+                f"d1 = {d1}, start {start}: the simulated system settles at the {kind} fixed "
+                f"point of the fluid limit — its stationary fractions, extrapolated to N → ∞ "
+                f"from N = {Nh} and {N} (O(1/N) offset), lie within the CI of the fixed point",
+                within(ext, ref, labels=labels),
+                control=(ctrl_text, within(ext, ref_c, labels=labels)),
+                details="finite-N offsets (sim − fluid): "
+                + "; ".join(
+                    f"x{c}: N={Nh} {by[(Nh, *c)].mean - fp[c]['value']:+.4f}, N={N} "
+                    f"{by[(N, *c)].mean - fp[c]['value']:+.4f}"
+                    for c in cells
+                ),
+            )
+        )
+    est = [by[(N, *c)] for c in cells]
+    claims.append(
+        make_claim(
+            f"Finite-N (N = {N}), d1 = {d1}, start {start}: the simulated stationary fractions "
+            f"lie within their CI of the {kind} fixed point, with no finite-N allowance",
+            within(est, ref, labels=labels),
+            control=(ctrl_text, within(est, ref_c, labels=labels)),
+            source="lbrepro",
+        )
+    )
+    if kind == "queueing":
+        sw = {
+            r["N"]: estimate(r)
+            for r in select(rows, quantity="switch_fraction", d1=d1, start=start)
+        }
+        sw_c = select(rows, quantity="switch_fraction_control", d1=d1, start=start)[0]["value"]
+        ctrl = f"the closed form {sw_c:.4f} at λ = {lam_c:g} must be rejected"
+        target = model.performance(lam, cfg.get("mu2", 0.5), cfg.get("mu1", 1.0), d1)[
+            "cm_switch_fraction"
+        ]
+        if Nh < N:
+            e = [extrapolate_to_infinity(sw[N], sw[Nh])]
+            claims.append(
+                make_claim(
+                    f"d1 = {d1}: the simulated immediate-switch fraction of arrivals, "
+                    f"extrapolated to N → ∞ from N = {Nh} and {N}, is the fixed point's "
+                    f"μ2·x01/λ = {target:.4g}",
+                    within(e, [target], labels=["switch fraction"]),
+                    control=(ctrl, within(e, [sw_c], labels=["switch fraction"])),
+                    source="lbrepro",
+                    details=f"N = {Nh}: {sw[Nh].mean:.4f}, N = {N}: {sw[N].mean:.4f}",
+                )
+            )
+        claims.append(
+            make_claim(
+                f"Finite-N (N = {N}), d1 = {d1}: the simulated immediate-switch fraction lies "
+                f"within its CI of μ2·x01/λ = {target:.4g}, with no finite-N allowance",
+                within([sw[N]], [target], labels=["switch fraction"]),
+                control=(ctrl, within([sw[N]], [sw_c], labels=["switch fraction"])),
+                source="lbrepro",
+            )
+        )
+    return claims
+
+
+def plot(rows: Rows, cfg: Mapping[str, Any]) -> Figure:
+    """One panel per case: the simulated path (solid) against the fluid limit (dashed)."""
+    cases = cfg["cases"]
+    fig, axes = new_figure(1, len(cases), width=3.3 * len(cases), height=3.4)
+    for a, (d1, start) in enumerate(cases):
+        ax = axes[0][a]
+        cells = [(0, 0), (1, 0), (0, 1), (1, 1), (2, 1)]
+        for c, (i, j) in enumerate(cells):
+            mf = select(rows, method="mf", quantity="x_t", d1=d1, start=start, i=i, j=j)
+            sim = select(rows, method="path", quantity="x_t", d1=d1, start=start, i=i, j=j)
+            ax.plot(
+                [r["t"] for r in sim], [r["value"] for r in sim], color=color(c), lw=0.6, alpha=0.7
+            )
+            ax.plot(
+                [r["t"] for r in mf],
+                [r["value"] for r in mf],
+                color=color(c),
+                **METHOD_STYLE["mf"] | {"label": f"x[{i},{j}]"},
+            )
+        ax.set(
+            xlabel="time (mean type-I service times)",
+            ylabel="fraction of servers",
+            title=f"d1 = {d1}, start: {start}",
+        )
+        if a == 0:
+            ax.legend(loc="upper right", title="dashed: fluid, solid: sim")
+    return fig
+
+
+def summary(rows: Rows) -> Rows:
+    """Stationary estimates at the largest N beside the fluid fixed point, per case and cell."""
+    out = []
+    for r in select(rows, quantity="x_mean"):
+        if r["N"] != max(q["N"] for q in rows if q["quantity"] == "x_mean"):
+            continue  # the N/2 run only feeds the N → ∞ extrapolation
+        if (r["i"], r["j"]) in ((0, 0), (1, 0), (0, 1), (1, 1), (2, 1)):
+            fp = select(
+                rows, quantity="fixed_point", d1=r["d1"], start=r["start"], i=r["i"], j=r["j"]
+            )[0]
+            out.append(
+                {
+                    "d1": r["d1"],
+                    "start": r["start"],
+                    "cell": f"x[{r['i']},{r['j']}]",
+                    "simulation (95% CI)": f"{r['value']:.4f} [{r['ci_low']:.4f}, "
+                    f"{r['ci_high']:.4f}]",
+                    "fluid fixed point": f"{fp['value']:.4f}",
+                    "fixed point": fp["kind"],
+                }
+            )
+    return out
+
+
+ARTIFACT = Artifact(
+    id="affinity-sim-vs-fluid",
+    slug=SLUG,
+    kind="figure",
+    title="Figs. 3/5: simulation (N = 2000) against the fluid limit",
+    caption=(
+        "Fractions x[i, j] along one simulated path with N = 2000 servers (solid) and the "
+        "fluid limit (dashed), λ = 0.8, μ2 = 0.5: d1 = 3 from empty (unique, queueing fixed "
+        "point), d1 = 25 from empty (no-queueing point) and from one type-II job everywhere "
+        "(queueing point)."
+    ),
+    methods=("MF", "SIM"),
+    points=points,
+    compute=compute,
+    check=check,
+    plot=plot,
+    summary=summary,
+    validate=validate,
+    reconstructions=(ASSIGNMENT_NOTE, FLUID_NOTE, PRIMARY_NOTE, EXTRAPOLATION_NOTE),
+)

@@ -1,0 +1,411 @@
+"""affinity-tunneling: finite-N switching between the two quasi-stable states."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from lbrepro.artifacts.affinity.config_checks import service_rates, validator_with_hysteresis
+from lbrepro.artifacts.affinity.judging import exact_verdict
+from lbrepro.artifacts.affinity.reconstructions import ASSIGNMENT_NOTE, PRIMARY_NOTE, TUNNELING_NOTE
+from lbrepro.artifacts.affinity.rows import SLUG, format_or_na, table_row, with_contract_columns
+from lbrepro.artifacts.registry import Artifact, Rows
+from lbrepro.core.claims import Claim, make_claim
+from lbrepro.core.ids import add_point
+from lbrepro.core.io import select
+from lbrepro.core.stats import t_quantile
+from lbrepro.core.verdicts import EmptyComparisonError, Verdict, estimate, trend
+from lbrepro.models import affinity as model
+from lbrepro.plotting.style import color, new_figure
+from lbrepro.sim.affinity import residence_times, simulate_affinity
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+
+def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """One job per long-path N and per first-exit N (from empty, from the queueing state)."""
+    mu1, mu2 = service_rates(cfg)
+    keep = ("lam", "d1", "horizon", "dt_snap", "low", "high", "t_trace")
+    pts: dict[str, dict[str, Any]] = {}
+    for N in cfg["N"]:
+        add_point(pts, f"N{N}", {k: cfg[k] for k in keep} | {"N": N, "mu1": mu1, "mu2": mu2}, "N")
+    for N in cfg.get("N_exit", []):
+        params = {k: cfg[k] for k in keep} | {
+            "N": N,
+            "mu1": mu1,
+            "mu2": mu2,
+            "exit": True,
+            "reps": cfg["exit_reps"],
+            "exit_cap": cfg["exit_cap"],
+        }
+        add_point(pts, f"exit-N{N}", params, "N_exit")
+    for N in cfg.get("N_exit_queueing", []):
+        params = {k: cfg[k] for k in keep} | {
+            "N": N,
+            "mu1": mu1,
+            "mu2": mu2,
+            "qexit": True,
+            "reps": cfg["exit_reps"],
+            "exit_cap": cfg["exit_cap_queueing"],
+        }
+        add_point(pts, f"qexit-N{N}", params, "N_exit_queueing")
+    return pts
+
+
+def _no_queueing_exit_rows(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
+    """First exit times from the no-queueing state, starting empty (censored at the cap)."""
+    N = p["N"]
+    times = []
+    for child in seed.spawn(p["reps"]):
+        sim = simulate_affinity(
+            p["lam"],
+            p["mu2"],
+            p["mu1"],
+            p["d1"],
+            N,
+            horizon=p["exit_cap"],
+            batches=1,
+            start="empty",
+            seed=child,
+            stop_type2_fraction=p["high"],
+        )
+        times.append(sim.stopped_at if sim.stopped_at == sim.stopped_at else math.inf)
+    return _capped_mean_rows(times, p["exit_cap"], "exit_time", N, seed.entropy)
+
+
+def _capped_mean_rows(times: list[float], cap: float, quantity: str, N: int, seed: Any) -> Rows:
+    """The mean of min(T, cap) over replications with its Student-t 95% CI: a lower bound of
+    E[T] when runs are censored (the censored count is in the row)."""
+    capped = np.minimum(np.asarray(times, dtype=float), cap)
+    n = len(capped)
+    mean = float(capped.mean())
+    half = (
+        float(t_quantile(0.975, n - 1) * capped.std(ddof=1) / math.sqrt(n)) if n >= 2 else math.nan
+    )
+    return [
+        table_row(
+            "sim",
+            quantity,
+            mean,
+            ci_low=mean - half,
+            ci_high=mean + half,
+            N=N,
+            seed=seed,
+            batches=n,
+            censored=int(sum(not math.isfinite(t) for t in times)),
+            reps=n,
+            cap=cap,
+        )
+    ]
+
+
+def _queueing_exit_rows(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
+    """First exit times from the queueing state, starting with a type-II job at every server:
+    the first snapshot at which the fraction of servers with a type-II job is ≤ ``low``
+    (censored at the cap; the simulator cannot stop on a downward crossing, so every run lasts
+    the cap)."""
+    snap = np.arange(0.0, p["exit_cap"], p["dt_snap"])
+    times = []
+    for child in seed.spawn(p["reps"]):
+        sim = simulate_affinity(
+            p["lam"],
+            p["mu2"],
+            p["mu1"],
+            p["d1"],
+            p["N"],
+            horizon=p["exit_cap"],
+            batches=1,
+            start="type2",
+            seed=child,
+            snap_times=snap,
+        )
+        below = np.nonzero(sim.snap_type2 <= p["low"])[0]
+        times.append(float(snap[below[0]]) if below.size else math.inf)
+    return _capped_mean_rows(times, p["exit_cap"], "queueing_exit_time", p["N"], seed.entropy)
+
+
+def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
+    """One point: first exits from empty, from the queueing state, or one long path."""
+    if p.get("exit"):
+        return _no_queueing_exit_rows(p, seed)
+    if p.get("qexit"):
+        return _queueing_exit_rows(p, seed)
+    N = p["N"]
+    snap = np.arange(0.0, p["horizon"], p["dt_snap"])
+    sim = simulate_affinity(
+        p["lam"],
+        p["mu2"],
+        p["mu1"],
+        p["d1"],
+        N,
+        horizon=p["horizon"],
+        batches=1,
+        start="empty",
+        seed=seed,
+        snap_times=snap,
+    )
+    h = sim.snap_type2
+    low, high, switches = residence_times(snap, h, p["low"], p["high"])
+    rows: Rows = []
+    for name, res in (("no-queueing", low), ("queueing", high)):
+        n = len(res)
+        mean = float(np.mean(res)) if n else math.nan
+        # residences are independent (strong Markov at the switch): normal CI of the mean
+        half = 1.96 * float(np.std(res, ddof=1)) / math.sqrt(n) if n >= 2 else math.nan
+        rows.append(
+            table_row(
+                "sim" if n >= 2 else "path",  # one residence gives no CI
+                "residence",
+                mean,
+                ci_low=mean - half,
+                ci_high=mean + half,
+                N=N,
+                seed=seed.entropy,
+                state=name,
+                count=n,
+                switches=switches,
+                horizon=p["horizon"],
+            )
+        )
+    rows.append(table_row("path", "time_fraction_queueing", float(np.mean(h >= 0.5)), N=N))
+    every = max(1, round(1.0 / p["dt_snap"]))
+    for t, v in zip(snap[::every], h[::every], strict=True):
+        if t <= p["t_trace"]:
+            rows.append(table_row("path", "type2_fraction", float(v), t=float(t), N=N))
+    return with_contract_columns(rows, seed, N)
+
+
+#: The paper's residence-time claim is about large N with d1 fixed: it is judged only where
+#: d1/N ≤ SMALL_D1_RATIO (N ≥ 125 at d1 = 25).
+SMALL_D1_RATIO = 0.2
+
+
+def _grows_with_n(rows: Rows) -> tuple[Verdict, Verdict]:
+    """trend(N, estimates, increasing) and its control, the same test on N in reversed order.
+
+    Fewer than two usable N is a failed claim (and a failed control), stated, never a pass.
+    """
+    xs = [r["N"] for r in rows]
+    est = [estimate(r) for r in rows]
+    try:
+        return trend(xs, est, "increasing"), trend([-x for x in xs], est, "increasing")
+    except EmptyComparisonError as err:
+        v = Verdict(False, f"{len(rows)} usable N", "≥ 2 N with a CI", "n/a", f"failed: {err}")
+        return v, v
+
+
+def _fluid_switches(cfg: Mapping[str, Any]) -> int:
+    """Switches of the N = ∞ system (the fluid limit from empty): the tunneling control."""
+    mu1, mu2 = service_rates(cfg)
+    K = model.K_DEFAULT
+    t_end = min(float(cfg["horizon"]), 500.0)
+    times, tr = model.fluid_trajectory(
+        model.start_state("empty", K),
+        cfg["lam"],
+        mu2,
+        mu1,
+        cfg["d1"],
+        t_end=t_end,
+        n_record=1001,
+        K=K,
+    )
+    _, _, switches = residence_times(times, tr[:, :, 1].sum(axis=1), cfg["low"], cfg["high"])
+    return int(switches)
+
+
+def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
+    """Residence times grow with N (first exits; long paths: finite-N); the smallest N switches."""
+    d1 = cfg["d1"]
+    small = f"d1/N ≤ {SMALL_D1_RATIO:g}"
+    hyst = (
+        f"λ = {cfg['lam']}, d1 = {d1}; hysteresis on the fraction of servers with a type-II job: "
+        f"≤ {cfg['low']} no-queueing, ≥ {cfg['high']} queueing"
+    )
+    claims = []
+    # The same trend test for the first exits from each quasi-stable state.
+    for quantity, state, start, show_cap in (
+        ("exit_time", "no-queueing", "empty", False),
+        ("queueing_exit_time", "queueing", "a type-II job everywhere", True),
+    ):
+        runs = sorted(
+            (r for r in select(rows, quantity=quantity) if d1 / r["N"] <= SMALL_D1_RATIO),
+            key=lambda r: r["N"],
+        )
+        v, c = _grows_with_n(runs)
+        censored = ", ".join(
+            f"N={r['N']}: {r['censored']}/{r['reps']}"
+            + (f" (cap {r['cap']:g})" if show_cap else "")
+            for r in runs
+        )
+        claims.append(
+            make_claim(
+                f"The residence time near the {state} state increases with N ({small}): the mean "
+                f"first exit time from {start}, capped, increases with N",
+                v,
+                control=("the same trend test on N in reversed order must fail", c),
+                details=hyst + "; censored at the cap: " + censored,
+            )
+        )
+    for state in ("queueing", "no-queueing"):
+        res = sorted(
+            (r for r in select(rows, quantity="residence", state=state) if r["method"] == "sim"),
+            key=lambda r: r["N"],
+        )
+        v, c = _grows_with_n(res)
+        ratios = ", ".join(f"{d1 / r['N']:.2g}" for r in res)
+        claims.append(
+            make_claim(
+                f"Finite-N (d1/N = {ratios}, not small): the mean residence near the {state} "
+                "state, over the complete stays of one long path per N, increases with N",
+                v,
+                control=("the same trend test on N in reversed order must fail", c),
+                source="lbrepro",
+                details=hyst + "; stays: " + ", ".join(f"N={r['N']}: {r['count']}" for r in res),
+            )
+        )
+    sw = select(rows, quantity="residence", state="queueing")
+    if not sw:
+        raise EmptyComparisonError("affinity-tunneling: no residence rows")
+    smallest = min(sw, key=lambda r: r["N"])
+
+    def switching(n: int, who: str) -> Verdict:
+        """Whether a path switched between the states at least twice."""
+        return exact_verdict(n >= 2, f"{n} switches ({who})", "≥ 2 switches")
+
+    claims.append(
+        make_claim(
+            f"Finite-N tunneling: the smallest system (N = {smallest['N']}) switches between "
+            "both quasi-stable states",
+            switching(int(smallest["switches"]), f"N = {smallest['N']}"),
+            control=(
+                "the fluid limit (N = ∞) from empty must not switch",
+                switching(_fluid_switches(cfg), "fluid limit"),
+            ),
+            source="lbrepro",
+        )
+    )
+    return claims
+
+
+def plot(rows: Rows, cfg: Mapping[str, Any]) -> Figure:
+    """Left: type-II fraction along simulated paths; right: residence and exit times against N."""
+    fig, axes = new_figure(1, 2, width=9.0, height=3.4)
+    ax_tr, ax_res = axes[0]
+    for c, N in enumerate(cfg["N"]):
+        tr = select(rows, quantity="type2_fraction", N=N)
+        if N in cfg.get("trace_N", []) and tr:
+            ax_tr.plot(
+                [r["t"] for r in tr],
+                [r["value"] for r in tr],
+                color=color(c),
+                lw=0.6,
+                label=f"N = {N}",
+            )
+    ax_tr.set(
+        xlabel="time (mean type-I service times)",
+        ylabel="servers with a type-II job",
+        title="Tunneling between the quasi-stable states",
+    )
+    ax_tr.legend(loc="lower right")
+    for c, state in enumerate(("queueing", "no-queueing")):
+        res = sorted(
+            (r for r in select(rows, quantity="residence", state=state) if r["count"] >= 2),
+            key=lambda r: r["N"],
+        )
+        ax_res.errorbar(
+            [r["N"] for r in res],
+            [r["value"] for r in res],
+            yerr=[
+                [r["value"] - r["ci_low"] for r in res],
+                [r["ci_high"] - r["value"] for r in res],
+            ],
+            color=color(c),
+            marker="o",
+            capsize=2,
+            label=state,
+        )
+    ex = sorted(select(rows, quantity="exit_time"), key=lambda r: r["N"])
+    if ex:
+        ax_res.errorbar(
+            [r["N"] for r in ex],
+            [r["value"] for r in ex],
+            yerr=[[r["value"] - r["ci_low"] for r in ex], [r["ci_high"] - r["value"] for r in ex]],
+            color=color(2),
+            marker="s",
+            capsize=2,
+            label="no-queueing: first exit from empty",
+        )
+    ax_res.set(
+        xlabel="N (servers)",
+        ylabel="mean residence time",
+        yscale="log",
+        xscale="log",
+        title=f"Residence times, λ = {cfg['lam']}, d1 = {cfg['d1']}",
+    )
+    ax_res.legend(loc="upper left")
+    return fig
+
+
+def _ci_text(r: Mapping[str, Any]) -> str:
+    """An estimate and its 95% interval as text (n/a where missing)."""
+    low, high = format_or_na(r["ci_low"], ".4g"), format_or_na(r["ci_high"], ".4g")
+    return f"{format_or_na(r['value'], '.4g')} [{low}, {high}]"
+
+
+def summary(rows: Rows) -> Rows:
+    """Mean residence and exit times per N and state, with the number of complete stays."""
+    out: Rows = [
+        {
+            "N": r["N"],
+            "state": r["state"],
+            "complete stays": r["count"],
+            "mean residence (95% CI)": _ci_text(r),
+        }
+        for r in sorted(select(rows, quantity="residence"), key=lambda r: (r["N"], r["state"]))
+    ]
+    out += [
+        {
+            "N": r["N"],
+            "state": "no-queueing (first exit from empty)",
+            "complete stays": f"{r['reps'] - r['censored']}/{r['reps']}",
+            "mean residence (95% CI)": _ci_text(r),
+        }
+        for r in sorted(select(rows, quantity="exit_time"), key=lambda r: r["N"])
+    ]
+    out += [
+        {
+            "N": r["N"],
+            "state": "queueing (first exit from a type-II job everywhere)",
+            "complete stays": f"{r['reps'] - r['censored']}/{r['reps']} (cap {r['cap']:g})",
+            "mean residence (95% CI)": _ci_text(r),
+        }
+        for r in sorted(select(rows, quantity="queueing_exit_time"), key=lambda r: r["N"])
+    ]
+    return out
+
+
+ARTIFACT = Artifact(
+    id="affinity-tunneling",
+    slug=SLUG,
+    kind="figure",
+    title="Tunneling: finite-N switching between the two quasi-stable states",
+    caption=(
+        "Left: fraction of servers holding a type-II job along simulated paths (λ = 0.8, "
+        "μ2 = 0.5, d1 = 25): near 1 in the queueing state, near 0 in the no-queueing state. "
+        "Right: mean residence time in each state against N (hysteresis thresholds; "
+        "95% CI over complete stays) and the mean first exit time from empty at larger N "
+        "(95% CI over replications)."
+    ),
+    methods=("SIM",),
+    points=points,
+    compute=compute,
+    check=check,
+    plot=plot,
+    summary=summary,
+    validate=validator_with_hysteresis("affinity-tunneling"),
+    reconstructions=(ASSIGNMENT_NOTE, PRIMARY_NOTE, TUNNELING_NOTE),
+)

@@ -1,0 +1,100 @@
+"""The paper's config sections: named systems, load limits and simulation lengths, checked.
+
+Every artifact lists its clusters as ``systems: [{name, gamma, C, d}]`` and normalises loads by
+the full capacity μΣγC; the checks here run before any job, so a bad value stops the run with
+a message naming its key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from lbrepro.core.args import run_length
+from lbrepro.core.errors import ConfigError
+from lbrepro.models import hetero as model
+from lbrepro.sim.occupancy_routing import server_counts
+
+#: The neighbouring load of the controls: a prediction there (ρ − this) must be rejected.
+NEIGHBOUR_DRHO = 0.05
+
+
+def system_from_spec(spec: Mapping[str, Any]) -> model.System:
+    """The model's System from one config entry ``{name, gamma, C, d[, mu]}``."""
+    return model.System(
+        tuple(spec["gamma"]), tuple(spec["C"]), tuple(spec["d"]), spec.get("mu", 1.0)
+    )
+
+
+def named_systems(cfg: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """The artifact's systems by name (config: a list of {name, gamma, C, d}).
+
+    A list, not a mapping: the quick profile must be able to *replace* the systems, and
+    config files merge mappings key by key but replace lists whole.
+    """
+    named: dict[str, Mapping[str, Any]] = {}
+    for i, spec in enumerate(cfg["systems"]):
+        if spec["name"] in named:
+            raise ConfigError(f"systems[{i}].name", f"duplicate system name {spec['name']!r}")
+        named[spec["name"]] = spec
+    return named
+
+
+def check_load(key: str, rho: float) -> None:
+    """Loads are normalised by the full capacity μΣγC: no policy is stable at ρ ≥ 1."""
+    if rho >= 1:
+        raise ConfigError(key, f"load {rho} >= 1: unstable")
+
+
+def check_control_load(key: str, rho: float) -> None:
+    """The controls predict at ρ − NEIGHBOUR_DRHO, which must be a positive load."""
+    if rho <= NEIGHBOUR_DRHO:
+        raise ConfigError(
+            key,
+            f"load {rho} <= {NEIGHBOUR_DRHO}: the control compares with the prediction at "
+            f"ρ − {NEIGHBOUR_DRHO}, which must be a positive load",
+        )
+
+
+def _validate_simulation(key: str, cfg: Mapping[str, Any]) -> None:
+    """γ_j·N servers of each type must be whole; every horizon passes the run-length rule."""
+    Ns = cfg["N"] if isinstance(cfg["N"], list) else [cfg["N"]]
+    for spec in cfg["systems"]:
+        for N in Ns:
+            try:
+                server_counts(tuple(spec["gamma"]), N)
+            except ConfigError as err:
+                raise ConfigError(
+                    f"{key}.N", f"system {spec['name']}: {str(err).removeprefix('gamma: ')}"
+                ) from None
+    horizons = cfg.get("horizons", [cfg["horizon"]] if "horizon" in cfg else [])
+    # The section has no batches of its own (the shared simulation section's are checked by
+    # the schema), so the rule is applied with its least number of batches.
+    batches = cfg.get("batches", 2)
+    for h in horizons:
+        try:
+            run_length(h, cfg["warmup"], batches)
+        except ConfigError as err:
+            if err.key != "horizon":
+                raise ConfigError(f"{key}.{err.key}", str(err)[len(err.key) + 2 :]) from None
+            # A list of horizons shares one warm-up: a horizon too short is the warm-up's fault.
+            raise ConfigError(
+                f"{key}.warmup", f"{cfg['warmup']} must be shorter than the horizon {h}"
+            ) from None
+
+
+def validate_systems(key: str, cfg: Mapping[str, Any]) -> None:
+    """Build every configured system, so bad γ, C or d fail before any job runs; then check
+    the simulation parameters against them (whole γ·N, warm-up < horizon)."""
+    names = [spec["name"] for spec in cfg["systems"]]
+    for i, spec in enumerate(cfg["systems"]):
+        if names.index(spec["name"]) != i:
+            raise ConfigError(f"{key}.systems[{i}].name", f"{spec['name']!r} appears twice")
+        try:
+            system_from_spec(spec)
+        except ConfigError as err:
+            field = {"capacity": "C"}.get(err.key, err.key)
+            message = str(err).removeprefix(f"{err.key}: ")
+            raise ConfigError(f"{key}.systems[{i}].{field}", message) from None
+    if "N" in cfg:
+        _validate_simulation(key, cfg)

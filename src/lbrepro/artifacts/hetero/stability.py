@@ -1,0 +1,442 @@
+"""``hetero-stability``: the largest stable load of whole-system SQ(d) against the capacity
+ratio (closed form λ* [reconstruction] and mean-field bisection), with Schemes 1/2 at full
+capacity, and simulation on both sides of λ* for H2x."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from lbrepro.artifacts.hetero.configuration import (
+    named_systems,
+    system_from_spec,
+    validate_systems,
+)
+from lbrepro.artifacts.registry import Artifact, Rows
+from lbrepro.core.claims import Claim, make_claim
+from lbrepro.core.errors import ConfigError, UnstableError
+from lbrepro.core.ids import add_point, num
+from lbrepro.core.io import select
+from lbrepro.core.verdicts import (
+    EmptyComparisonError,
+    SlopeFit,
+    Verdict,
+    fit_slope,
+    slope_in,
+)
+from lbrepro.models import hetero as model
+from lbrepro.plotting.style import METHOD_STYLE, color, new_figure
+
+
+def validate(cfg: Mapping[str, Any]) -> None:
+    """Systems checked; both sides of λ* simulated and ≥ 3 horizons to fit a drift."""
+    validate_systems("hetero-stability", cfg)
+    sides = cfg["sim_sides"]
+    if not any(s < 1 for s in sides) or not any(s > 1 for s in sides):
+        raise ConfigError(
+            "hetero-stability.sim_sides",
+            f"needs a multiple of λ* below 1 and one above 1 (each side is the other's "
+            f"control), got {sides}",
+        )
+    if len(set(cfg["horizons"])) < 3:
+        raise ConfigError(
+            "hetero-stability.horizons",
+            f"needs at least 3 distinct horizons to fit a drift with its standard error, got "
+            f"{cfg['horizons']}",
+        )
+
+
+def _two_type(ratio: float, gamma_slow: float, d: int) -> model.System:
+    """The two-type system of the boundary sweep: slow fraction γ_slow at C = 1, fast at ratio."""
+    return model.System((gamma_slow, 1 - gamma_slow), (1.0, ratio), (d, d))
+
+
+def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """One job per (γ_slow, d) for the bisections (a few seconds each), one per simulated side."""
+    points: dict[str, dict[str, Any]] = {}
+    for g in cfg["gamma_slow"]:
+        for d in cfg["d"]:
+            params = {
+                "gamma_slow": g,
+                "d": d,
+                "ratios": cfg["ratios"],
+                "ratios_bisect": cfg["ratios_bisect"],
+            }
+            add_point(points, f"boundary-g{num(g)}-d{d}", params, "gamma_slow, d")
+    for name, spec in named_systems(cfg).items():
+        for side in cfg["sim_sides"]:
+            params = {
+                "system": name,
+                "spec": spec,
+                "side": side,
+                "N": cfg["N"],
+                "horizons": cfg["horizons"],
+                "warmup": cfg["warmup"],
+                "batches": cfg["batches"],
+            }
+            add_point(points, f"{name}-sqd-x{num(side)}", params, "sim_sides")
+    return points
+
+
+def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
+    """Closed-form and bisected boundaries per (γ_slow, d), or runs at one side of λ*."""
+    rows: Rows = []
+    if "ratios" in p:
+        g, d = p["gamma_slow"], p["d"]
+        base = {"gamma_slow": g, "d": d, "quantity": "lambda_star_normalised"}
+        for ratio in p["ratios"]:
+            # Ratio 1 is one server type: SQ(d) keeps the full capacity.
+            cf = 1.0
+            if ratio > 1:
+                system = _two_type(ratio, g, d)
+                cf = model.sqd_stability_closed_form(system, d) / system.total_capacity
+            rows.append(base | {"ratio": ratio, "method": "cf", "policy": "sqd", "value": cf})
+        for ratio in p["ratios_bisect"]:
+            system = _two_type(ratio, g, d)
+            for policy, kw in (("sqd", {"d_pool": d}), ("scheme1", {}), ("scheme2", {})):
+                lam = model.stability_boundary(system, policy, **kw)
+                rows.append(
+                    base
+                    | {
+                        "ratio": ratio,
+                        "method": "mf",
+                        "policy": policy,
+                        "value": lam / system.total_capacity,
+                    }
+                )
+        return rows
+    system = system_from_spec(p["spec"])
+    d = int(system.d[0])
+    lam = p["side"] * model.sqd_stability_closed_form(system, d)
+    for horizon in p["horizons"]:
+        try:
+            sim = model.simulate(
+                system,
+                lam,
+                N=p["N"],
+                horizon=horizon,
+                warmup=p["warmup"],
+                seed=seed,
+                batches=p["batches"],
+                policy="sqd",
+                d_pool=d,
+                beyond_stability=p["side"] >= 1,
+            )
+            value, lo, hi, diverged = sim.mean_jobs, *sim.mean_jobs_ci, False
+        except UnstableError:
+            # A queue reached the kernel's level cap: the run diverged before the horizon.
+            value, lo, hi, diverged = None, None, None, True
+        if p["side"] >= 1:
+            # Beyond λ* the run is a growing sample path, not a stationary estimate: its
+            # batch-means interval would be meaningless, so the row is a trajectory point.
+            method, lo, hi = "path", None, None
+        else:
+            method = "sim"
+        rows.append(
+            {
+                "system": p["system"],
+                "side": p["side"],
+                "horizon": horizon,
+                "warmup": p["warmup"],
+                "lam": lam,
+                "method": method,
+                "quantity": "mean_jobs",
+                "value": value,
+                "ci_low": lo,
+                "ci_high": hi,
+                "N": p["N"],
+                "seed": seed.entropy,
+                "diverged": diverged,
+            }
+        )
+    return rows
+
+
+#: Tolerance on a normalised stability boundary found by bisection (relative tol 1e-4 there).
+BOUNDARY_TOL = 2e-3
+
+
+def _boundary_verdict(values: list[float], labels: list[str]) -> Verdict:
+    """The smallest normalised boundary reaches full capacity 1 (within BOUNDARY_TOL)."""
+    if not values:
+        raise EmptyComparisonError("no stability boundary to judge")
+    i = int(np.argmin(values))
+    return Verdict(
+        passed=bool(values[i] >= 1 - BOUNDARY_TOL),
+        measured=round(values[i], 4),
+        expected="smallest boundary / (μΣγC) ≥ 1",
+        tolerance=BOUNDARY_TOL,
+        details=f"worst {labels[i]} of {len(values)} two-type systems",
+    )
+
+
+def _max_gap(values: list[float], references: list[float], labels: list[str]) -> Verdict:
+    """Every bisection boundary equals its reference within BOUNDARY_TOL."""
+    if not values:
+        raise EmptyComparisonError("no boundary to compare")
+    gaps = [abs(v - r) for v, r in zip(values, references, strict=True)]
+    i = int(np.argmax(gaps))
+    return Verdict(
+        passed=bool(gaps[i] <= BOUNDARY_TOL),
+        measured=round(gaps[i], 5),
+        expected="max |bisection − closed form| = 0",
+        tolerance=BOUNDARY_TOL,
+        details=f"worst {labels[i]}: bisection {values[i]:.5g} vs {references[i]:.5g}",
+    )
+
+
+def _drift_fit(rows: Rows, name: str, side: float) -> tuple[SlopeFit | None, str]:
+    """Least-squares drift of the mean jobs per server over time, from runs of growing length.
+
+    A run of horizon H reports the mean over [warmup, H]; a path X(t) = a + bt gives the mean
+    a + b(warmup + H)/2, so the slope against the window midpoint is the drift b. A run that
+    reached the kernel's level cap (diverged) has no mean: returns None and says so.
+    """
+    runs = sorted(
+        (r for r in rows if r.get("system") == name and r.get("quantity") == "mean_jobs"),
+        key=lambda r: r["horizon"],
+    )
+    runs = [r for r in runs if math.isclose(r["side"], side)]
+    if not runs:
+        raise EmptyComparisonError(f"{name}: no run at {side:g}·λ*")
+    diverged = [r["horizon"] for r in runs if r.get("diverged") or r["value"] is None]
+    if diverged:
+        return None, f"diverged (a queue reached the level cap) by horizon {diverged[0]:g}"
+    x = [(r["warmup"] + r["horizon"]) / 2 for r in runs]
+    fit = fit_slope(x, [r["value"] for r in runs])
+    path = ", ".join(f"{r['horizon']:g}: {r['value']:.4g}" for r in runs)
+    return fit, f"means over [warmup, H] by H: {path}"
+
+
+def _positive_drift(fit: SlopeFit | None, note: str) -> Verdict:
+    """The drift is significantly positive (its whole 95% CI above 0); a diverged run is."""
+    if fit is None:
+        return Verdict(True, "diverged", "drift > 0 (whole 95% CI)", "—", note)
+    v = slope_in(fit, low=0.0, significant=True, what="drift (jobs/server/time)")
+    return Verdict(v.passed, v.measured, v.expected, v.tolerance, f"{v.details}; {note}")
+
+
+def _no_positive_drift(fit: SlopeFit | None, note: str) -> Verdict:
+    """The drift is not significantly positive (its 95% CI reaches 0); a diverged run is not."""
+    if fit is None:
+        return Verdict(False, "diverged", "drift ≤ 0 within its 95% CI", "—", note)
+    lo, hi = fit.interval()
+    return Verdict(
+        passed=bool(lo <= 0.0),
+        measured=round(fit.slope, 4),
+        expected="drift ≤ 0 within its 95% CI (no significant growth)",
+        tolerance=f"95% CI [{lo:.4g}, {hi:.4g}] (se {fit.se:.2g})",
+        details=f"least squares: drift {fit.slope:.4g} ± {fit.se:.2g}; {note}",
+    )
+
+
+def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
+    """Schemes at full capacity, SQ(d) at the closed form, and simulated drift on both sides."""
+    claims: list[Claim] = []
+    mf = select(rows, method="mf", quantity="lambda_star_normalised")
+
+    def label(r: Mapping[str, Any]) -> str:
+        """The two-type system a boundary row belongs to, for the verdict's details."""
+        return f"ratio {r['ratio']:g}, γ_slow {r['gamma_slow']:g}, d {r['d']}"
+
+    schemes = [r for r in mf if r["policy"] in ("scheme1", "scheme2")]
+    sqd = [r for r in mf if r["policy"] == "sqd"]
+    claims.append(
+        make_claim(
+            "Schemes 1 and 2 achieve the maximum stability region: stable up to the full "
+            "capacity μΣγC (mean-field bisection)",
+            _boundary_verdict([r["value"] for r in schemes], [label(r) for r in schemes]),
+            control=(
+                "whole-system SQ(d) on the same systems, same statistic",
+                _boundary_verdict([r["value"] for r in sqd], [label(r) for r in sqd]),
+            ),
+            details="numerical mean-field stability (docs/models.md §A), bisection on λ",
+        )
+    )
+
+    def cf(r: Mapping[str, Any], d: int) -> float:
+        """The closed-form normalised boundary of a row's system with sample size d."""
+        system = _two_type(r["ratio"], r["gamma_slow"], r["d"])
+        return model.sqd_stability_closed_form(system, d) / system.total_capacity
+
+    claims.append(
+        make_claim(
+            "whole-system SQ(d) loses stability region: its mean-field boundary equals the closed "
+            "form λ* = μ min_k Σ_{i≤k}γ_iC_i / (Σ_{i≤k}γ_i)^d",
+            _max_gap(
+                [r["value"] for r in sqd], [cf(r, r["d"]) for r in sqd], [label(r) for r in sqd]
+            ),
+            control=(
+                "the closed form with d + 1 (a wrong formula) against the same bisections",
+                _max_gap(
+                    [r["value"] for r in sqd],
+                    [cf(r, r["d"] + 1) for r in sqd],
+                    [label(r) for r in sqd],
+                ),
+            ),
+            source="lbrepro",
+            details="normalised loads; the closed form is our derivation [reconstruction]",
+        )
+    )
+    below = [s for s in cfg["sim_sides"] if s < 1]
+    above = [s for s in cfg["sim_sides"] if s >= 1]
+    for name in named_systems(cfg):
+        fits = {side: _drift_fit(rows, name, side) for side in cfg["sim_sides"]}
+        lam_star = next(r["lam"] / r["side"] for r in rows if r.get("system") == name)
+        for side in below:
+            other = max(above) if above else None
+            claims.append(
+                make_claim(
+                    f"{name}: whole-system SQ(d) at {side:g}·λ* is stable: the mean number of "
+                    "jobs per server shows no significant drift over time",
+                    _no_positive_drift(*fits[side]),
+                    control=(
+                        f"the same statistic on the run at {other:g}·λ* (beyond λ*)",
+                        _no_positive_drift(*fits[other]),
+                    )
+                    if other is not None
+                    else None,
+                    details=f"λ* = {lam_star:.6g} (closed form), N = {cfg['N']}",
+                )
+            )
+        for side in above:
+            other = min(below) if below else None
+            claims.append(
+                make_claim(
+                    f"{name}: whole-system SQ(d) at {side:g}·λ* is unstable: the mean number of "
+                    "jobs per server drifts upward (significantly positive slope over time)",
+                    _positive_drift(*fits[side]),
+                    control=(
+                        f"the same statistic on the run at {other:g}·λ* (below λ*)",
+                        _positive_drift(*fits[other]),
+                    )
+                    if other is not None
+                    else None,
+                    details=(
+                        f"λ* = {lam_star:.6g} (closed form), N = {cfg['N']}; a sample path, "
+                        "not a stationary estimate"
+                    ),
+                )
+            )
+    return claims
+
+
+def plot(rows: Rows, cfg: Mapping[str, Any]):
+    """Boundary against capacity ratio per γ_slow, and the simulated paths beside."""
+    panels = len(cfg["gamma_slow"]) + 1
+    fig, axes = new_figure(1, panels, width=3.8 * panels, height=3.4)
+    _plot_stability_sim(axes[0][-1], rows, cfg)
+    for ax, g in zip(axes[0][:-1], cfg["gamma_slow"], strict=True):
+        for i, d in enumerate(cfg["d"]):
+            cf = sorted(select(rows, method="cf", gamma_slow=g, d=d), key=lambda r: r["ratio"])
+            ax.plot(
+                [r["ratio"] for r in cf],
+                [r["value"] for r in cf],
+                color=color(i),
+                **METHOD_STYLE["cf"] | {"label": f"SQ({d}), closed form"},
+            )
+            mf = sorted(
+                (r for r in select(rows, method="mf", gamma_slow=g, d=d) if r["policy"] == "sqd"),
+                key=lambda r: r["ratio"],
+            )
+            ax.plot(
+                [r["ratio"] for r in mf],
+                [r["value"] for r in mf],
+                color=color(i),
+                marker="o",
+                ls="none",
+                label=f"SQ({d}), mean-field bisection",
+            )
+        sch = [r for r in select(rows, method="mf", gamma_slow=g) if r["policy"] != "sqd"]
+        ax.plot(
+            [r["ratio"] for r in sch],
+            [r["value"] for r in sch],
+            "k^",
+            ms=4,
+            ls="none",
+            label="Schemes 1/2, bisection",
+        )
+        ax.axhline(1.0, color="k", lw=0.8)
+        ax.set(
+            xscale="log",
+            xlabel="capacity ratio C_fast / C_slow",
+            ylim=(0, 1.08),
+            ylabel="largest stable load / (μΣγC)",
+            title=f"two types, γ_slow = {g:g}",
+        )
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=4, fontsize=7)
+    return fig
+
+
+def _plot_stability_sim(ax: Any, rows: Rows, cfg: Mapping[str, Any]) -> None:
+    """Mean jobs per server over [warmup, H] against H, below (95% CI) and above λ* (path)."""
+    for name in named_systems(cfg):
+        for i, side in enumerate(sorted(cfg["sim_sides"])):
+            runs = sorted(
+                (
+                    r
+                    for r in select(rows, quantity="mean_jobs", system=name, side=side)
+                    if r["value"]
+                ),
+                key=lambda r: r["horizon"],
+            )
+            if not runs:
+                continue
+            x, y = [r["horizon"] for r in runs], [r["value"] for r in runs]
+            if runs[0]["method"] == "sim":
+                ax.errorbar(
+                    x,
+                    y,
+                    yerr=[
+                        [r["value"] - r["ci_low"] for r in runs],
+                        [r["ci_high"] - r["value"] for r in runs],
+                    ],
+                    color=color(4 + i),
+                    marker="o",
+                    capsize=2,
+                    label=f"{name}, λ = {side:g}·λ* (95% CI)",
+                )
+            else:
+                ax.plot(
+                    x, y, color=color(4 + i), marker="s", label=f"{name}, λ = {side:g}·λ* (path)"
+                )
+    ax.set(
+        yscale="log",
+        xlabel="horizon H (mean service times)",
+        ylabel="mean jobs per server over [warmup, H]",
+        title=f"SQ(d) on the whole system, N = {cfg['N']}",
+    )
+    ax.legend(fontsize=7)
+
+
+ARTIFACT = Artifact(
+    id="hetero-stability",
+    slug="hetero",
+    kind="figure",
+    title="Stability region: whole-system SQ(d) against Schemes 1/2",
+    caption=(
+        "Largest stable normalised load λ*/(μΣγC) of whole-system SQ(d) against the capacity "
+        "ratio of a two-type system (lines: closed form; circles: bisection on λ of mean-field "
+        "trajectories), and of Schemes 1 and 2 (triangles: full capacity). Right: the mean "
+        "jobs per server over [warmup, H] of one run per horizon H, below λ* (stationary, "
+        "95% CI) and above it (a sample path, no CI); the claim checks give the fitted "
+        "drift on each side."
+    ),
+    methods=("CF", "MF", "SIM"),
+    points=points,
+    compute=compute,
+    check=check,
+    plot=plot,
+    validate=validate,
+    reconstructions=(
+        "The closed form λ* = μ min_k [Σ_{i≤k}γ_iC_i]/[Σ_{i≤k}γ_i]^d (types by increasing "
+        "capacity) is derived here, not taken from the seed; it is checked against the "
+        "mean-field bisection and, for H2x, by simulation on both sides.",
+        "The simulated system H2x = γ (0.8, 0.2), C (1, 10), d = 2, the two-type grid and the "
+        "multiples 0.9 and 1.1 of λ* are our choice [reconstruction].",
+    ),
+)

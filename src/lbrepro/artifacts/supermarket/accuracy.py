@@ -1,0 +1,372 @@
+"""``supermarket-accuracy``: finite-N accuracy of the mean field and the refined mean field.
+
+Mean number of jobs per server against N — simulation, mean field and refined mean field —
+and the error of each against N on log–log axes (1/N and 1/N²) (docs/models.md §S).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from scipy import optimize
+
+from lbrepro.artifacts.registry import Artifact, Rows
+from lbrepro.artifacts.supermarket.simulation import check_stable, mean_jobs_row, simulate_point
+from lbrepro.core.claims import Claim, make_claim
+from lbrepro.core.ids import add_point, num
+from lbrepro.core.io import select
+from lbrepro.core.stats import Estimate
+from lbrepro.core.verdicts import Z95, EmptyComparisonError, Verdict, better
+from lbrepro.models import supermarket as model
+from lbrepro.plotting.style import METHOD_STYLE, color, new_figure
+
+
+def validate(cfg: Mapping[str, Any]) -> None:
+    """Refuse an unstable load in any case, naming its key."""
+    for i, (rho, _d) in enumerate(cfg["cases"]):
+        check_stable(f"supermarket-accuracy.cases[{i}][0]", rho)
+
+
+def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """One point per (case, N), each simulating about the same server-time (horizon ∝ 1/N)."""
+    points: dict[str, dict[str, Any]] = {}
+    for rho, d in cfg["cases"]:
+        for N in cfg["N"]:
+            params = {
+                "rho": rho,
+                "d": d,
+                "N": N,
+                "horizon": cfg["warmup"] + cfg["server_time"] / N,
+                "warmup": cfg["warmup"],
+                "batches": cfg["batches"],
+                "replace": cfg["replace"],
+            }
+            add_point(points, f"rho{num(rho)}-d{d}-N{N}", params, "cases, N")
+    return points
+
+
+def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
+    """E[jobs/server] of one point: mean field, refined mean field and simulation."""
+    rho, d, N = p["rho"], p["d"], p["N"]
+    params = {"rho": rho, "d": d}
+    rmf = model.refined(rho, d)
+    mf_jobs = model.mean_jobs(rmf.u)
+    sim = simulate_point(p, seed)
+    return [
+        params | {"method": "mf", "quantity": "mean_jobs", "value": mf_jobs, "N": N},
+        params
+        | {
+            "method": "rmf",
+            "quantity": "mean_jobs",
+            "value": mf_jobs + float(np.sum(rmf.V)) / N,
+            "N": N,
+            "rmf_coefficient": float(np.sum(rmf.V)),
+        },
+        params | mean_jobs_row(sim, seed),
+    ]
+
+
+def _errors_along_n(rows: Rows, rho: float, d: int, method: str) -> list[tuple[int, float, float]]:
+    """(N, sim − method, CI half-width) for one case, sorted by N."""
+    out = []
+    for s in sorted(
+        select(rows, method="sim", quantity="mean_jobs", rho=rho, d=d), key=lambda r: r["N"]
+    ):
+        ref = select(rows, method=method, quantity="mean_jobs", rho=rho, d=d, N=s["N"])[0]["value"]
+        out.append((s["N"], s["value"] - ref, (s["ci_high"] - s["ci_low"]) / 2))
+    return out
+
+
+def _power_fit(errs: list[tuple[int, float, float]]) -> tuple[float, float, float]:
+    """Weighted fit of error(N) = c·N^(−s) over every N: (c, s, standard error of s).
+
+    Every N is used, weighted by its simulation CI (σ = half-width/1.96, absolute): an N whose
+    error is not resolved still bounds c·N^(−s). Raises ``RuntimeError`` if the fit fails.
+    """
+    Ns = np.array([N for N, _, _ in errs], dtype=float)
+    es = np.array([e for _, e, _ in errs])
+    sigma = np.array([h for _, _, h in errs]) / Z95
+    if len(errs) < 3:
+        raise EmptyComparisonError(f"error fit: needs three values of N, got {len(errs)}")
+    i0 = int(np.argmax(np.abs(es) / sigma))
+    (c, s_hat), cov = optimize.curve_fit(
+        lambda n, c, s: c * n ** (-s),
+        Ns,
+        es,
+        p0=(es[i0] * Ns[i0], 1.0),
+        sigma=sigma,
+        absolute_sigma=True,
+        maxfev=10_000,
+    )
+    se = float(np.sqrt(cov[1, 1]))
+    if not np.isfinite(se):
+        raise RuntimeError("the exponent's standard error is not finite")
+    return float(c), float(s_hat), se
+
+
+def order_verdict(s: float, se: float, order: int, detail: str = "") -> Verdict:
+    """The error decays as 1/N^order exactly: the fitted exponent s against the integer order.
+
+    An order is an integer, so the rule has no tuned constant: s must be nearer ``order`` than
+    either neighbour (|s − order| ≤ ½) and its 95% interval s ± 1.96·se must exclude both
+    neighbouring orders ``order ± 1``. The control applies the same rule to a wrong order.
+    """
+    lo, hi = s - Z95 * se, s + Z95 * se
+    return Verdict(
+        passed=bool(abs(s - order) <= 0.5 and lo > order - 1 and hi < order + 1),
+        measured=round(s, 3),
+        expected=f"exponent {order}: |s − {order}| ≤ 0.5 and 95% CI inside ({order - 1}, "
+        f"{order + 1})",
+        tolerance=f"95% CI [{lo:.3f}, {hi:.3f}] (se {se:.2g})",
+        details=detail,
+    )
+
+
+def at_least_order_verdict(s: float, se: float, order: int, detail: str = "") -> Verdict:
+    """The error is O(1/N^order): decays at least that fast, and faster than 1/N^(order−1).
+
+    s's 95% interval must reach ``order`` (not significantly slower than 1/N^order) and lie
+    wholly above ``order − 1`` (significantly faster than the next slower order).
+    """
+    lo, hi = s - Z95 * se, s + Z95 * se
+    return Verdict(
+        passed=bool(hi >= order and lo > order - 1),
+        measured=round(s, 3),
+        expected=f"exponent ≥ {order}: 95% CI reaches {order} and lies above {order - 1}",
+        tolerance=f"95% CI [{lo:.3f}, {hi:.3f}] (se {se:.2g})",
+        details=detail,
+    )
+
+
+def _failed_fit(reason: str) -> Verdict:
+    """A failing verdict that says why the exponent could not be fitted."""
+    return Verdict(False, reason, "a fitted exponent", None, reason)
+
+
+def _exponent_fit(rows: Rows, rho: float, d: int, method: str) -> tuple[float, float, str] | str:
+    """(s, se, description) of the weighted fit of sim − method, or the reason it failed."""
+    try:
+        c, s, se = _power_fit(_errors_along_n(rows, rho, d, method))
+    except EmptyComparisonError:
+        raise
+    except (RuntimeError, ValueError) as err:
+        return f"fit failed: {err}"
+    return s, se, f"weighted fit c·N^(−s) to sim − {method}: c = {c:.3g}, s = {s:.3f} ± {se:.3f}"
+
+
+def _error_listing(rows: Rows, rho: float, d: int, method: str) -> str:
+    """The errors sim − method with their CIs at every N, as one line of claim details."""
+    errs = _errors_along_n(rows, rho, d, method)
+    return f"sim − {method} (±95%): " + ", ".join(f"N={N}: {e:+.2e}±{h:.1e}" for N, e, h in errs)
+
+
+def _error_order_claims(rows: Rows, rho: float, d: int) -> list[Claim]:
+    """MF error Θ(1/N) (control: the wrong order 1/N²) and RMF error O(1/N²) (control: the
+    same rule on the mean-field error, which is only O(1/N))."""
+    mf, rmf = _exponent_fit(rows, rho, d, "mf"), _exponent_fit(rows, rho, d, "rmf")
+
+    def judge(fit: tuple[float, float, str] | str, rule: Any, order: int) -> Verdict:
+        """Apply an order rule to a fit, or fail with the reason the fit failed."""
+        return _failed_fit(fit) if isinstance(fit, str) else rule(fit[0], fit[1], order, fit[2])
+
+    return [
+        make_claim(
+            f"ρ = {rho:g}, d = {d}: the mean field error on E[jobs/server] decays as 1/N",
+            judge(mf, order_verdict, 1),
+            control=(
+                "the same fit judged against the wrong order 1/N²",
+                judge(mf, order_verdict, 2),
+            ),
+            details=_error_listing(rows, rho, d, "mf"),
+        ),
+        make_claim(
+            f"ρ = {rho:g}, d = {d}: the refined mean field error on E[jobs/server] is O(1/N²) "
+            "(decays at least as fast as 1/N², faster than 1/N)",
+            judge(rmf, at_least_order_verdict, 2),
+            control=(
+                "the same rule applied to the mean-field error (only O(1/N))",
+                judge(mf, at_least_order_verdict, 2),
+            ),
+            source="lbrepro",
+            details=_error_listing(rows, rho, d, "rmf"),
+        ),
+    ]
+
+
+def _absolute_errors(rows: Rows, rho: float, d: int, method: str) -> list[Estimate]:
+    """|sim − method| per N as estimates with the simulation's CI."""
+    return [
+        Estimate(abs(e), abs(e) - h, abs(e) + h, h, _sim_batches(rows, rho, d, N), N)
+        for N, e, h in _errors_along_n(rows, rho, d, method)
+    ]
+
+
+def _sim_batches(rows: Rows, rho: float, d: int, N: int) -> int:
+    """The number of batches of the simulation at N (0 if unknown)."""
+    sim = select(rows, method="sim", quantity="mean_jobs", rho=rho, d=d, N=N)
+    b = sim[0].get("batches") if sim else None
+    return int(b) if b is not None and b == b else 0
+
+
+def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
+    """Per case: the error orders of MF and RMF, and RMF at least as accurate as MF at every N."""
+    claims: list[Claim] = []
+    for rho, d in cfg["cases"]:
+        claims += _error_order_claims(rows, rho, d)
+        mf, rmf = _absolute_errors(rows, rho, d, "mf"), _absolute_errors(rows, rho, d, "rmf")
+        labels = [f"N={e.N}" for e in mf]
+        claims.append(
+            make_claim(
+                f"ρ = {rho:g}, d = {d}: the refined mean field is at least as accurate as the "
+                "mean field at every N (|sim − rmf| not significantly above |sim − mf|)",
+                better(rmf, mf, strict=False, labels=labels),
+                control=(
+                    "the mean field at least as accurate as the refined mean field at every N",
+                    better(mf, rmf, strict=False, labels=labels),
+                ),
+                source="lbrepro",
+            )
+        )
+    return claims
+
+
+def plot(rows: Rows, cfg: Mapping[str, Any]) -> Any:
+    """E[jobs/server] against N per case, and |error| of MF and RMF against N on log–log axes."""
+    fig, axes = new_figure(1, 2, width=8.0, height=3.8)
+    ax_val, ax_err = axes[0]
+    Ngrid = np.geomspace(min(cfg["N"]), max(cfg["N"]), 100)
+    for i, (rho, d) in enumerate(cfg["cases"]):
+        c = color(i)
+        sim = sorted(
+            select(rows, method="sim", quantity="mean_jobs", rho=rho, d=d), key=lambda r: r["N"]
+        )
+        mf = select(rows, method="mf", quantity="mean_jobs", rho=rho, d=d)[0]["value"]
+        coef = select(rows, method="rmf", quantity="mean_jobs", rho=rho, d=d)[0]["rmf_coefficient"]
+        ax_val.errorbar(
+            [r["N"] for r in sim],
+            [r["value"] for r in sim],
+            yerr=[
+                [r["value"] - r["ci_low"] for r in sim],
+                [r["ci_high"] - r["value"] for r in sim],
+            ],
+            color=c,
+            capsize=2,
+            **METHOD_STYLE["sim"] | {"label": f"ρ={rho:g}, d={d}"},
+        )
+        ax_val.axhline(mf, color=c, **METHOD_STYLE["mf"] | {"label": None})
+        ax_val.plot(Ngrid, mf + coef / Ngrid, color=c, **METHOD_STYLE["rmf"] | {"label": None})
+        for method, marker in (("mf", "o"), ("rmf", "s")):
+            errs = _errors_along_n(rows, rho, d, method)
+            ls, mfc = ("--", c) if method == "mf" else (":", "white")
+            ax_err.plot(
+                [N for N, _, _ in errs],
+                [max(abs(e), h) for _, e, h in errs],
+                color=c,
+                ls=ls,
+                lw=0.8,
+            )
+            # Resolved errors with their CI; unresolved ones (|error| ≤ half-width) as upper
+            # bounds at |error| + half-width, so no error bar runs off a log axis.
+            ok = [(N, abs(e), h) for N, e, h in errs if abs(e) > h]
+            if ok:
+                ax_err.errorbar(
+                    [N for N, _, _ in ok],
+                    [e for _, e, _ in ok],
+                    yerr=[h for _, _, h in ok],
+                    color=c,
+                    marker=marker,
+                    mfc=mfc,
+                    ls="none",
+                    capsize=2,
+                )
+            bound = [(N, abs(e) + h) for N, e, h in errs if abs(e) <= h]
+            if bound:
+                ax_err.plot(
+                    *zip(*bound, strict=True), color=c, marker="v", ls="none", mfc=mfc, alpha=0.7
+                )
+    n0 = min(cfg["N"])
+    ax_err.plot(Ngrid, 1.0 * n0 / Ngrid, color="0.5", lw=0.8, ls="-.", label="∝ 1/N")
+    ax_err.plot(Ngrid, 0.1 * (n0 / Ngrid) ** 2, color="0.5", lw=0.8, ls=(0, (1, 3)), label="∝ 1/N²")
+    ax_err.plot([], [], color="k", marker="o", ls="--", label="|sim − mean field|")
+    ax_err.plot([], [], color="k", marker="s", mfc="white", ls=":", label="|sim − refined MF|")
+    ax_err.plot(
+        [], [], color="k", marker="v", ls="none", mfc="white", label="upper bound (unresolved)"
+    )
+    ax_val.plot([], [], color="k", **METHOD_STYLE["mf"])
+    ax_val.plot([], [], color="k", **METHOD_STYLE["rmf"])
+    ax_val.set(
+        xscale="log",
+        xlabel="N (servers)",
+        ylabel="E[jobs per server]",
+        title="Mean jobs per server vs N",
+    )
+    ax_err.set(
+        xscale="log",
+        yscale="log",
+        xlabel="N (servers)",
+        ylabel="|error| in E[jobs per server]",
+        title="Error of the approximations",
+    )
+    ax_val.legend(loc="upper right")
+    fig.legend(*ax_err.get_legend_handles_labels(), loc="outside lower center", ncols=3)
+    return fig
+
+
+def summary(rows: Rows) -> Rows:
+    """One line per (ρ, d, N): simulation, mean field, refined mean field and both errors."""
+    out: Rows = []
+    for s in sorted(
+        select(rows, method="sim", quantity="mean_jobs"), key=lambda r: (r["rho"], r["d"], r["N"])
+    ):
+        key = {"rho": s["rho"], "d": s["d"], "N": s["N"]}
+        mf = select(rows, method="mf", quantity="mean_jobs", **key)[0]["value"]
+        rmf = select(rows, method="rmf", quantity="mean_jobs", **key)[0]["value"]
+        half = (s["ci_high"] - s["ci_low"]) / 2
+        out.append(
+            {
+                "ρ": s["rho"],
+                "d": s["d"],
+                "N": s["N"],
+                "simulation": f"{s['value']:.5f} ± {half:.1e}",
+                "mean field": f"{mf:.5f}",
+                "refined MF": f"{rmf:.5f}",
+                "sim − MF": f"{s['value'] - mf:+.2e}",
+                "sim − RMF": f"{s['value'] - rmf:+.2e}",
+            }
+        )
+    return out
+
+
+ARTIFACT = Artifact(
+    id="supermarket-accuracy",
+    slug="supermarket",
+    kind="figure + table",
+    title="Finite-N accuracy of the mean field and the refined mean field",
+    caption=(
+        "Mean number of jobs per server against N: simulation (markers, 95% CI), mean field "
+        "(dashed, N-independent) and refined mean field Σu_k + ΣV_k/N (dotted). Right: "
+        "absolute error of each approximation against N on log–log axes, with 1/N and 1/N² "
+        "guides."
+    ),
+    methods=("MF", "RMF", "SIM"),
+    points=points,
+    compute=compute,
+    check=check,
+    plot=plot,
+    summary=summary,
+    validate=validate,
+    reconstructions=(
+        "Simulation length per point is server_time/N so that every N gets about the same "
+        "number of events.",
+        "Error orders (ours): error(N) = sim − approximation is fitted as c·N^(−s) by "
+        "weighted nonlinear least squares over every N of the sweep (weights from the "
+        "simulation CIs; an unresolved N still bounds the curve), with the standard error "
+        "of s. Mean field, error ∝ 1/N: s nearer 1 than 0 or 2 and its 95% interval "
+        "excluding 0 and 2 (orders are integers: no tuned tolerance); control: the same "
+        "fit judged against the wrong order 2. Refined mean field, error O(1/N²): the 95% "
+        "interval of s reaches 2 and lies above 1; control: the same rule on the "
+        "mean-field error.",
+    ),
+)

@@ -1,0 +1,458 @@
+"""``universality-diffusion``: JSQ(d(N)) against the JSQ diffusion limit (Halfin–Whitt scale).
+
+Halfin–Whitt load λ(N) = N − β√N; the idle mass (N − Q_1)/√N and Q_2/√N against N per d(N),
+beside the stationary means of the JSQ diffusion limit (a reflected SDE simulated here).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from lbrepro.artifacts.registry import Artifact, Rows
+from lbrepro.artifacts.universality.estimates import difference, distance
+from lbrepro.artifacts.universality.families import (
+    is_fixed,
+    of_family,
+    series,
+    sim_series,
+    validate_families,
+)
+from lbrepro.artifacts.universality.replications import pool_replications, replications_needed
+from lbrepro.artifacts.universality.simulation import sim_rows
+from lbrepro.core.claims import Claim, consistency, make_claim
+from lbrepro.core.errors import ConfigError
+from lbrepro.core.ids import add_point
+from lbrepro.core.io import select
+from lbrepro.core.stats import Estimate
+from lbrepro.core.verdicts import EmptyComparisonError, Verdict, estimate, trend, within
+from lbrepro.models import universality as model
+from lbrepro.plotting.style import color, new_figure
+from lbrepro.sim.runlength import event_budget, max_events
+
+
+def validate(cfg: Mapping[str, Any]) -> None:
+    """Refuse β ≥ √N, bad families, and a sweep without a family above and one below √N log N."""
+    for N in cfg["N"]:
+        try:
+            model.halfin_whitt_lam(N, cfg["beta"])
+        except ConfigError as err:
+            raise ConfigError(
+                f"universality-diffusion.{err.key}", str(err).split(": ", 1)[1]
+            ) from None
+    validate_families("universality-diffusion.d", cfg["d"], cfg["N"])
+    families = [str(f) for f in cfg["d"]]
+    if not any(f in _ABOVE for f in families) or _diffusion_control(families) is None:
+        raise ConfigError(
+            "universality-diffusion.d",
+            "needs a family with d(N)/(√N log N) → ∞ (sqrtNlog2N or N), which the claim is "
+            "about, and one below that boundary (sqrtN, logN or a fixed d) as its control",
+        )
+    top = [str(f) for f in cfg.get("largest_N_for", families)]
+    for i, f in enumerate(top):
+        if f not in families:
+            raise ConfigError(
+                f"universality-diffusion.largest_N_for[{i}]", f"{f!r} is not a family of d"
+            )
+    if not any(f in _ABOVE for f in top):
+        raise ConfigError(
+            "universality-diffusion.largest_N_for",
+            "must include a family above √N log N (sqrtNlog2N or N): the claim is tested there",
+        )
+
+
+#: Families with d(N)/(√N log N) → ∞: the diffusion-scale theorem covers these.
+_ABOVE = ("sqrtNlog2N", "N")
+#: Families with d(N)/(√N log N) → 0, closest to the boundary first: the control.
+_BELOW = ("sqrtN", "logN")
+
+
+def _diffusion_Ns(cfg: Mapping[str, Any], family: Any) -> list[int]:  # noqa: N802
+    """The N of one family: the largest N only for the families in ``largest_N_for``.
+
+    The largest N dominates the cost (one point at N = 10⁵ is ~5.6·10⁹ events); it is needed
+    only where the claim lives (d(N) above √N log N), not for a control that is already far
+    off at the second largest N. Without ``largest_N_for`` every family runs at every N.
+    """
+    Ns = sorted(cfg["N"])
+    top = cfg.get("largest_N_for")
+    if top is None or str(family) in map(str, top):
+        return Ns
+    return Ns[:-1]
+
+
+def _diffusion_control(families: list[str]) -> str | None:
+    """The control family below the boundary: ⌈√N⌉ if present, else ⌈log N⌉, else a fixed d."""
+    for f in _BELOW:
+        if f in families:
+            return f
+    return next((f for f in families if is_fixed(f)), None)
+
+
+def events_per_time(N: int, beta: float) -> float:
+    """Events per unit time of an N-server run at the Halfin–Whitt load: arrivals + departures."""
+    return 2.0 * model.halfin_whitt_lam(N, beta) * N
+
+
+def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """One point per (family, N) at the Halfin–Whitt load, and one for the SDE limit.
+
+    A point expected to take more than ``job_events`` events is split into independent
+    replications ``…-r1``, ``…-r2``, … (:mod:`.replications`), each measuring its share of
+    ``horizon`` after its own warm-up; the claims pool them. With ``job_events`` every
+    simulation job, a doubled run included, stays within that many events.
+    """
+    points: dict[str, dict[str, Any]] = {}
+    job_events = cfg.get("job_events")
+    for family in cfg["d"]:
+        for N in _diffusion_Ns(cfg, family):
+            rate = events_per_time(N, cfg["beta"])
+            R = replications_needed(rate, cfg["horizon"], cfg["warmup"], job_events)
+            params = {
+                "beta": cfg["beta"],
+                "family": str(family),
+                "N": N,
+                "horizon": cfg["warmup"] + cfg["horizon"] / R,
+                "warmup": cfg["warmup"],
+                "batches": cfg["batches"],
+            }
+            if job_events is not None:
+                params["job_events"] = job_events
+            if R == 1:
+                add_point(points, f"d{family}-N{N}", params, "d, N")
+                continue
+            for i in range(1, R + 1):
+                add_point(points, f"d{family}-N{N}-r{i}", params | {"replication": i}, "d, N")
+    sde = cfg["sde"]
+    points["sde"] = {
+        "beta": cfg["beta"],
+        "dts": list(sde["dt"]),
+        "horizon": sde["horizon"],
+        "warmup": sde["warmup"],
+        "scheme": sde["scheme"],
+        "batches": cfg["batches"],
+    }
+    return points
+
+
+def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
+    """The SDE means at every dt and extrapolated, or one N-server run's idle mass and Q₂/√N."""
+    beta = p["beta"]
+    if "dts" in p:
+        means = model.jsq_diffusion_means(
+            beta,
+            dts=p["dts"],
+            horizon=p["horizon"],
+            warmup=p["warmup"],
+            seed=seed,
+            batches=p["batches"],
+            scheme=p["scheme"],
+        )
+        rows: Rows = []
+        for run in means["runs"]:
+            for q, key in (("idle", "mean_idle"), ("q2", "mean_q2")):
+                rows.append(
+                    {
+                        "beta": beta,
+                        "method": "sde",
+                        "scheme": p["scheme"],
+                        "dt": run["dt"],
+                        "quantity": q,
+                        "value": run[key],
+                        "ci_low": run[f"{key}_ci"][0],
+                        "ci_high": run[f"{key}_ci"][1],
+                        "seed": seed.entropy,
+                        "batches": p["batches"],
+                    }
+                )
+        for q, key in (("idle", "mean_idle"), ("q2", "mean_q2")):
+            ext = means["extrapolated"][key]
+            # dt = 0: extrapolated to the continuous-time limit through the step sizes.
+            rows.append(
+                {
+                    "beta": beta,
+                    "method": "sde",
+                    "scheme": p["scheme"],
+                    "dt": 0.0,
+                    "quantity": q,
+                    "value": ext["mean"],
+                    "ci_low": ext["ci"][0],
+                    "ci_high": ext["ci"][1],
+                    "seed": seed.entropy,
+                    "batches": p["batches"],
+                }
+            )
+        return rows
+    N, family = p["N"], p["family"]
+    d = model.d_of_N(family, N)
+    lam = model.halfin_whitt_lam(N, beta)
+    # A job's events, a doubled run included, stay within job_events when it is set.
+    limit = p.get("job_events")
+    with event_budget(None if limit is None else min(float(limit), max_events())):
+        sim = model.simulate(
+            lam=lam,
+            N=N,
+            d=d,
+            horizon=p["horizon"],
+            warmup=p["warmup"],
+            seed=seed,
+            batches=p["batches"],
+        )
+    root = math.sqrt(N)
+    params = {"beta": beta, "family": family, "d": d, "lam": lam}
+    if "replication" in p:
+        params["replication"] = p["replication"]
+    idle = {
+        "method": "sim",
+        "quantity": "idle",
+        "N": N,
+        "seed": seed.entropy,
+        "batches": sim.batches,
+        # (N − Q_1)/√N = √N (1 − u_1): the CI maps through the affine transform.
+        "value": root * (1 - sim.u_all[1]),
+        "ci_low": root * (1 - sim.u_all_ci_high[1]),
+        "ci_high": root * (1 - sim.u_all_ci_low[1]),
+    }
+    q2 = [r for r in sim_rows(sim, seed, scale=root) if r["quantity"] == "q2"]
+    return [params | idle] + [params | r for r in q2]
+
+
+def _sde_limit(rows: Rows, quantity: str) -> tuple[float, float]:
+    """The SDE mean extrapolated to dt → 0 (the dt = 0 row) and its 95% half-width."""
+    limit = select(rows, method="sde", quantity=quantity, dt=0.0)[0]
+    return limit["value"], (limit["ci_high"] - limit["ci_low"]) / 2
+
+
+def _sde_estimate(rows: Rows, quantity: str) -> Estimate:
+    """The SDE mean extrapolated to dt → 0 (the dt = 0 row) as an estimate."""
+    limit = select(rows, method="sde", quantity=quantity, dt=0.0)
+    if not limit:
+        raise EmptyComparisonError(f"no extrapolated SDE row of {quantity}")
+    return estimate(limit[0])
+
+
+def _diffusion_gap(rows: Rows, family: str, sde: Estimate) -> tuple[int, Verdict]:
+    """E[Q₂/√N] of ``family`` at its largest N minus the SDE's E[X₂] is 0 within the CIs."""
+    Ns, ests = sim_series(rows, "q2", family)
+    return Ns[-1], within([difference(ests[-1], sde)], [0.0], labels=[f"{family}, N={Ns[-1]}"])
+
+
+def _distance_shrinks(rows: Rows, family: str, sde: Estimate) -> Verdict:
+    """|E[Q₂/√N] − E[X₂]| decreases along N, judged with CIs."""
+    Ns, ests = sim_series(rows, "q2", family)
+    return trend(Ns, [distance(e, sde) for e in ests], "decreasing")
+
+
+def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
+    """Consistency checks, then per family above √N log N: E[Q₂/√N] meets the SDE's E[X₂]."""
+    rows = pool_replications(rows)
+    beta = cfg["beta"]
+    claims: list[Claim] = []
+    families = [str(f) for f in cfg["d"]]
+    above = [f for f in families if f in _ABOVE]
+    control = _diffusion_control(families)
+    if not above or control is None:
+        raise EmptyComparisonError(
+            "universality-diffusion needs a family above √N log N and one below it"
+        )
+    idle = select(rows, method="sim", quantity="idle")
+    claims.append(
+        consistency(
+            "E[(N − Q₁)/√N] = β at every N and d(N): servers are busy a fraction "
+            "λ(N)/N = 1 − β/√N (work conservation, true of any policy: a check of the simulator)",
+            within(
+                [estimate(r) for r in idle],
+                [beta] * len(idle),
+                labels=[f"{r['family']}, N={r['N']}" for r in idle],
+            ),
+        )
+    )
+    claims.append(
+        consistency(
+            "the simulated JSQ diffusion limit has E[−X₁] = β (flow balance of the reflected "
+            "SDE, exact for the discretised scheme too: a check of its reflection bookkeeping)",
+            within([_sde_estimate(rows, "idle")], [beta], labels=["SDE, dt → 0"]),
+        )
+    )
+    sde = _sde_estimate(rows, "q2")
+    c_label = model.family_label(control)
+    c_N, c_gap = _diffusion_gap(rows, control, sde)
+    for family in above:
+        Ns, _ = sim_series(rows, "q2", family)
+        ratio = ", ".join(
+            f"{model.d_of_N(family, N) / (math.sqrt(N) * math.log(N)):.3g}" for N in Ns
+        )
+        ds = ", ".join(str(model.d_of_N(family, N)) for N in Ns)
+        label = model.family_label(family)
+        top, gap = _diffusion_gap(rows, family, sde)
+        claims.append(
+            make_claim(
+                f"{label}, d(N)/(√N log N) → ∞: E[Q₂/√N] tends to the JSQ diffusion limit's "
+                f"stationary E[X₂] as N → ∞ — at the largest N = {top:g} the two agree within "
+                "their 95% CIs",
+                gap,
+                control=(
+                    f"{c_label}, below the √N log N boundary: the same test at its largest "
+                    f"N = {c_N:g} must fail",
+                    c_gap,
+                ),
+                details=(
+                    f"d(N) = {ds} for N = {', '.join(f'{N:g}' for N in Ns)}; "
+                    f"d(N)/(√N log N) = {ratio}; SDE E[X₂] = {sde.mean:.4f} ± "
+                    f"{sde.half_width:.2g}; no finite-N allowance"
+                ),
+            )
+        )
+        claims.append(
+            make_claim(
+                f"{label}: the distance |E[Q₂/√N] − E[X₂]| to the JSQ diffusion limit shrinks "
+                f"as N grows over N = {Ns[0]:g} … {top:g} (significant decrease, no "
+                "significant reversal)",
+                _distance_shrinks(rows, family, sde),
+                control=(
+                    f"{c_label}, below the √N log N boundary: the same test must fail",
+                    _distance_shrinks(rows, control, sde),
+                ),
+                source="lbrepro",
+                details=(
+                    "the pre-limit gap closes slowly (O(1/√N) or slower), so a short run may "
+                    "lack the power to show the decrease"
+                ),
+            )
+        )
+    return claims
+
+
+def plot(rows: Rows, cfg: Mapping[str, Any]) -> Any:
+    """Idle mass and E[Q₂/√N] against N beside the SDE limit; the SDE's step-size convergence."""
+    rows = pool_replications(rows)
+    fig, axes = new_figure(1, 3, width=10.5, height=3.4)
+    ax_idle, ax_q2, ax_dt = axes[0]
+    for i, family in enumerate(map(str, cfg["d"])):
+        c = color(i)
+        for ax, q in ((ax_idle, "idle"), (ax_q2, "q2")):
+            sim = series(rows, "sim", q, family)
+            ax.errorbar(
+                [r["N"] for r in sim],
+                [r["value"] for r in sim],
+                yerr=[
+                    [r["value"] - r["ci_low"] for r in sim],
+                    [r["ci_high"] - r["value"] for r in sim],
+                ],
+                color=c,
+                capsize=2,
+                ls="-",
+                lw=0.8,
+                marker="o",
+                label=model.family_label(family),
+            )
+    for ax, q, name in ((ax_idle, "idle", "E[(N − Q₁)/√N]"), (ax_q2, "q2", "E[Q₂/√N]")):
+        value, half = _sde_limit(rows, q)
+        ax.axhline(value, color="k", ls="--", lw=1, label="JSQ diffusion limit (SDE, dt → 0)")
+        ax.axhspan(value - half, value + half, color="k", alpha=0.1)
+        ax.set(
+            xscale="log", xlabel="N (servers)", ylabel=name, title=f"{name}, β = {cfg['beta']:g}"
+        )
+    ax_q2.set_yscale("log")  # d = ⌈√N⌉ grows like √N: a log axis keeps the rest readable
+    ax_idle.legend(loc="best", fontsize=7)
+    # Step-size convergence of the SDE: E[X2] at each dt and the extrapolation to dt = 0.
+    sde = sorted(select(rows, method="sde", quantity="q2"), key=lambda r: r["dt"])
+    ax_dt.errorbar(
+        [r["dt"] for r in sde],
+        [r["value"] for r in sde],
+        yerr=[[r["value"] - r["ci_low"] for r in sde], [r["ci_high"] - r["value"] for r in sde]],
+        color="k",
+        marker="o",
+        capsize=2,
+        ls=":",
+        lw=0.8,
+    )
+    ax_dt.set(
+        xlabel="Euler step dt",
+        ylabel="E[X₂] of the SDE",
+        title=f"SDE step-size convergence ({sde[0].get('scheme', '')})",
+        xlim=(-0.001, None),
+    )
+    ax_dt.annotate(
+        "extrapolated",
+        (0, sde[0]["value"]),
+        textcoords="offset points",
+        xytext=(8, -12),
+        fontsize=7,
+    )
+    return fig
+
+
+def summary(rows: Rows) -> Rows:
+    """One line per (family, N) and per SDE step size: idle mass and E[Q₂/√N] with CIs."""
+    rows = pool_replications(rows)
+    out = []
+    for r in sorted(
+        select(rows, method="sim", quantity="q2"), key=lambda r: (str(r["family"]), r["N"])
+    ):
+        idle = of_family(rows, r["family"], method="sim", quantity="idle", N=r["N"])[0]
+        out.append(
+            {
+                "d(N)": model.family_label(str(r["family"])),
+                "N": r["N"],
+                "d": r["d"],
+                "E[(N−Q₁)/√N]": (
+                    f"{idle['value']:.4f} ± {(idle['ci_high'] - idle['ci_low']) / 2:.1g}"
+                ),
+                "E[Q₂/√N]": f"{r['value']:.4f} ± {(r['ci_high'] - r['ci_low']) / 2:.1g}",
+            }
+        )
+    for dt in sorted({r["dt"] for r in select(rows, method="sde")}, reverse=True):
+        cells = {
+            r["quantity"]: f"{r['value']:.4f} ± {(r['ci_high'] - r['ci_low']) / 2:.1g}"
+            for r in select(rows, method="sde", dt=dt)
+        }
+        label = f"SDE, dt = {dt:g}" if dt > 0 else "SDE, extrapolated to dt → 0"
+        out.append(
+            {
+                "d(N)": label,
+                "N": "∞",
+                "d": "JSQ",
+                "E[(N−Q₁)/√N]": cells["idle"],
+                "E[Q₂/√N]": cells["q2"],
+            }
+        )
+    return out
+
+
+ARTIFACT = Artifact(
+    id="universality-diffusion",
+    slug="universality",
+    kind="figure",
+    title="Diffusion scale (Halfin–Whitt): JSQ(d(N)) against the JSQ diffusion limit",
+    caption=(
+        "Halfin–Whitt load λ(N) = N − β√N: idle mass E[(N − Q₁)/√N] (left) and E[Q₂/√N] "
+        "(right) against N per d(N), simulated with 95% CIs, beside the stationary means of "
+        "the JSQ diffusion limit of Eschenfeldt & Gamarnik (dashed, band: 95% CI), simulated "
+        "as a reflected SDE (Euler–Maruyama with Brownian-bridge reflection, extrapolated "
+        "to dt → 0 through three step sizes on one Brownian path)."
+    ),
+    methods=("SIM",),
+    points=points,
+    compute=compute,
+    check=check,
+    plot=plot,
+    summary=summary,
+    validate=validate,
+    reconstructions=(
+        "β = 1, N up to 10⁵ and the d(N) families are our choice (the seed's figures are "
+        "missing). The diffusion limit's stationary means are simulated, not taken from a "
+        "closed form. ⌈√N (log N)²⌉ ∧ N is the family with d(N)/(√N log N) → ∞ other than "
+        "JSQ (it equals N below N ≈ 5500); ⌈√N⌉, below the √N log N boundary, is the "
+        "control; only the families in largest_N_for run at the largest N, to bound the "
+        "cost.",
+        "A point expected to take more than job_events events runs as R independent "
+        "replications (separate jobs, each with its own warm-up and random stream, measuring "
+        "1/R of the horizon); the claims, figure and table pool them: the mean of the R "
+        "means, its standard error from each replication's batch-means interval, Student t "
+        "with Welch–Satterthwaite degrees of freedom.",
+    ),
+)

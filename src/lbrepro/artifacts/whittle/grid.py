@@ -1,0 +1,23 @@
+"""The (p, q, d) grids of the single-server artifacts: validation and the table label of d."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from lbrepro.models import whittle as model
+
+
+def table_d_label(d: Any) -> str:
+    """A stable label for d in tables ("∞" for PS), so "1" read back from CSV matches 1."""
+    return model.d_label(model.parse_d(d))
+
+
+def check_grid(cfg: Mapping[str, Any], aid: str) -> None:
+    """Refuse a p, q or d outside its range, naming the artifact's key (``aid.p[0]``)."""
+    for i, p in enumerate(cfg["p"]):
+        model.check_p(p, f"{aid}.p[{i}]")
+    for i, q in enumerate(cfg["q"]):
+        model.check_q(q, f"{aid}.q[{i}]")
+    for i, d in enumerate(cfg.get("d", [])):
+        model.parse_d(d, f"{aid}.d[{i}]")

@@ -1,0 +1,185 @@
+"""whittle-index-linear: Whittle's index of one LPS-d server for the linear cost C(n) = n.
+
+The claims: the d = 1 closed form equals the numerical index; q is the key parameter and d
+matters little (servers with q > p); servers overloaded in the relaxation (q ≤ p) are the
+exception, where d changes the index by a large factor (outside the paper's regime).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from lbrepro.artifacts.registry import Artifact, Rows
+from lbrepro.artifacts.whittle.grid import table_d_label
+from lbrepro.artifacts.whittle.index_curves import (
+    CONTROL_BETA,
+    D_OVER_Q,
+    INDEX_RECONSTRUCTIONS,
+    closed_form_claim,
+    compute_index,
+    index_points,
+    index_table,
+    ratio_stats,
+    ratio_verdict,
+    summary_index,
+    unjudged_note,
+    validate_index,
+)
+from lbrepro.core.claims import Claim, make_claim
+from lbrepro.core.io import select
+from lbrepro.core.verdicts import EmptyComparisonError, Verdict
+from lbrepro.plotting.style import METHOD_STYLE, color, new_figure
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure  # annotations only: compute jobs skip matplotlib
+
+#: Servers overloaded in the relaxation (q ≤ p): W(n) across d differs by at least this factor.
+OVERLOADED_FACTOR = 1.5
+
+
+def relative_spread(values: np.ndarray) -> np.ndarray:
+    """Relative spread (max − min)/min along axis 0 (across d)."""
+    return (values.max(axis=0) - values.min(axis=0)) / values.min(axis=0)
+
+
+def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """One point per p (linear cost: β = 0)."""
+    return index_points(cfg, [0.0])
+
+
+def validate(cfg: Mapping[str, Any]) -> None:
+    """The grid's ranges and nmax, errors named ``whittle-index-linear.<key>``."""
+    validate_index(cfg, "whittle-index-linear")
+
+
+def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
+    """d = 1 closed form; q matters, d does not (q > p); d matters for overloaded servers."""
+    ds = [table_d_label(d) for d in cfg["d"]]
+    claims = [closed_form_claim(rows, ds)]
+    lin = ratio_stats(rows, cfg, "W", 0.0)
+    ctrl = ratio_stats(rows, cfg, "W_meanvar", 0.0)
+    claims.append(
+        make_claim(
+            "linear cost: q is the key parameter of the index and the impact of d is "
+            f"negligible — at every state n ≥ 1 the largest change of W(n) across d (fixed q) "
+            f"is at most {D_OVER_Q:.3g} of the smallest change across q (fixed d), servers "
+            "with q > p",
+            ratio_verdict(lin, "small"),
+            control=(
+                f"the same ratio for the mean–variance cost (β = {CONTROL_BETA:g}) must exceed "
+                "the bound",
+                ratio_verdict(ctrl, "small"),
+            ),
+            details=f"R = max_n (d-change / q-change); the bound {D_OVER_Q:.3g} is ours"
+            + unjudged_note(cfg),
+        )
+    )
+    # q ≤ p: the relaxation overloads the arm and its index explodes at a d-dependent rate
+    heavy, light = [], []
+    for p in cfg["p"]:
+        for q in cfg["q"]:
+            sp = float(relative_spread(index_table(rows, "W", p, q, 0.0, ds))[1:].max())
+            (heavy if q <= p else light).append((f"p={p:g}, q={q:g}", sp))
+
+    def factor_verdict(items: list[tuple[str, float]]) -> Verdict:
+        """The smallest across-d factor over (p, q) against OVERLOADED_FACTOR."""
+        if not items:
+            raise EmptyComparisonError("no (p, q) in this regime")
+        low = min(items, key=lambda x: x[1])
+        return Verdict(
+            passed=bool(1 + low[1] >= OVERLOADED_FACTOR),
+            measured=round(1 + low[1], 4),
+            expected=f"min over (p, q) of max_n W_max(n)/W_min(n) across d ≥ {OVERLOADED_FACTOR:g}",
+            tolerance="exact indices",
+            details="; ".join(f"{lab}: ×{1 + v:.3g}" for lab, v in items),
+        )
+
+    if heavy:
+        claims.append(
+            make_claim(
+                "linear cost, servers overloaded in the relaxation (q ≤ p): d changes the "
+                f"index by a factor ≥ {OVERLOADED_FACTOR:g} at some state n ≤ nmax (outside "
+                "the paper's regime)",
+                factor_verdict(heavy),
+                control=(
+                    "the same statistic on servers with q > p must stay below the factor",
+                    factor_verdict(light),
+                ),
+                source="lbrepro",
+            )
+        )
+    return claims
+
+
+def plot(rows: Rows, cfg: Mapping[str, Any]) -> Figure:
+    """W(n) against n per (p, q) panel, one curve per d, the d = 1 closed form in black."""
+    ps, qs, ds = cfg["p"], cfg["q"], [table_d_label(d) for d in cfg["d"]]
+    fig, axes = new_figure(len(ps), len(qs), width=8.5, height=2.6 * len(ps))
+    for i, p in enumerate(ps):
+        for j, q in enumerate(qs):
+            ax = axes[i][j]
+            for k, d in enumerate(ds):
+                sel = [
+                    r
+                    for r in select(rows, method="mdp", quantity="W", p=p, q=q, beta=0.0)
+                    if str(r["d"]) == d
+                ]
+                sel = sorted((r for r in sel if r["value"] is not None), key=lambda r: r["n"])
+                ax.plot(
+                    [r["n"] for r in sel],
+                    [r["value"] for r in sel],
+                    color=color(k),
+                    marker="s",
+                    markersize=2.5,
+                    label=f"d = {d}",
+                )
+            cf = sorted(
+                [
+                    r
+                    for r in select(rows, method="cf", quantity="W", p=p, q=q, beta=0.0)
+                    if r["value"] is not None
+                ],
+                key=lambda r: r["n"],
+            )
+            if cf:
+                ax.plot(
+                    [r["n"] for r in cf],
+                    [r["value"] for r in cf],
+                    color="k",
+                    lw=0.8,
+                    **METHOD_STYLE["cf"] | {"label": "closed form (d = 1)"},
+                )
+            ax.set(
+                yscale="log",
+                xlabel="n (jobs in the server)",
+                ylabel="W(n)",
+                title=f"p = {p:g}, q = {q:g}",
+            )
+    fig.legend(*axes[0][0].get_legend_handles_labels(), loc="outside lower center", ncols=5)
+    return fig
+
+
+ARTIFACT = Artifact(
+    id="whittle-index-linear",
+    slug="whittle",
+    kind="figure",
+    title="Whittle's index of an LPS-d server, linear cost",
+    caption=(
+        "W(n) for C(n) = n against the number of jobs n, for d = 1 (FCFS), 2, 5 and ∞ (PS) "
+        "(markers: numerical index from threshold-policy stationary distributions; black "
+        "line: the d = 1 closed form). Rows: arrival probability p; columns: capacity q. "
+        "Log scale: servers with q ≤ p are overloaded in the relaxation and their index "
+        "grows geometrically."
+    ),
+    methods=("MDP", "CF"),
+    points=points,
+    compute=compute_index,
+    check=check,
+    plot=plot,
+    summary=summary_index,
+    validate=validate,
+    reconstructions=INDEX_RECONSTRUCTIONS,
+)

@@ -1,0 +1,124 @@
+"""whittle-index-meanvar: Whittle's index of one LPS-d server for the mean–variance cost.
+
+The claims: the d = 1 closed form equals the numerical index; for every β the index depends
+strongly on d (the linear cost at the same points is the control).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from lbrepro.artifacts.registry import Artifact, Rows
+from lbrepro.artifacts.whittle.grid import table_d_label
+from lbrepro.artifacts.whittle.index_curves import (
+    D_OVER_Q,
+    INDEX_RECONSTRUCTIONS,
+    closed_form_claim,
+    compute_index,
+    index_points,
+    ratio_stats,
+    ratio_verdict,
+    summary_index,
+    unjudged_note,
+    validate_index,
+)
+from lbrepro.core.claims import Claim, make_claim
+from lbrepro.core.io import select
+from lbrepro.plotting.style import color, new_figure
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure  # annotations only: compute jobs skip matplotlib
+
+
+def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """One point per (p, β)."""
+    return index_points(cfg, [float(b) for b in cfg["beta"]])
+
+
+def validate(cfg: Mapping[str, Any]) -> None:
+    """The grid's ranges and nmax, errors named ``whittle-index-meanvar.<key>``."""
+    validate_index(cfg, "whittle-index-meanvar")
+
+
+def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
+    """d = 1 closed form; per β, the index depends strongly on d (control: the linear cost)."""
+    ds = [table_d_label(d) for d in cfg["d"]]
+    claims = [closed_form_claim(rows, ds)]
+    for beta in cfg["beta"]:
+        mv = ratio_stats(rows, cfg, "W", beta)
+        lin = ratio_stats(rows, cfg, "W_linear", beta)
+        claims.append(
+            make_claim(
+                f"mean–variance cost (β={beta:g}): the index strongly depends on d — at some "
+                f"state the largest change of W(n) across d (fixed q) is at least {D_OVER_Q:.3g} "
+                "of the smallest change across q (fixed d), at every p, servers with q > p",
+                ratio_verdict(mv, "large"),
+                control=(
+                    "the same ratio for the linear cost at the same (p, q, d) must stay below "
+                    "the bound",
+                    ratio_verdict(lin, "large"),
+                ),
+                details=f"R = max_n (d-change / q-change); the bound {D_OVER_Q:.3g} is ours"
+                + unjudged_note(cfg),
+            )
+        )
+    return claims
+
+
+def plot(rows: Rows, cfg: Mapping[str, Any]) -> Figure:
+    """W_β(n) against n, one figure with β as extra rows ((β, p) × q panels), a curve per d."""
+    ps, qs, ds, betas = cfg["p"], cfg["q"], [table_d_label(d) for d in cfg["d"]], cfg["beta"]
+    fig, axes = new_figure(
+        len(ps) * len(betas), len(qs), width=8.5, height=2.4 * len(ps) * len(betas)
+    )
+    for bi, beta in enumerate(betas):
+        for i, p in enumerate(ps):
+            for j, q in enumerate(qs):
+                ax = axes[bi * len(ps) + i][j]
+                for k, d in enumerate(ds):
+                    sel = sorted(
+                        [
+                            r
+                            for r in select(rows, method="mdp", quantity="W", p=p, q=q, beta=beta)
+                            if str(r["d"]) == d and r["value"] is not None
+                        ],
+                        key=lambda r: r["n"],
+                    )
+                    ax.plot(
+                        [r["n"] for r in sel],
+                        [r["value"] for r in sel],
+                        color=color(k),
+                        marker="s",
+                        markersize=2.5,
+                        label=f"d = {d}",
+                    )
+                ax.set(
+                    yscale="log",
+                    xlabel="n (jobs in the server)",
+                    ylabel="W_β(n)",
+                    title=f"β = {beta:g}, p = {p:g}, q = {q:g}",
+                )
+    fig.legend(*axes[0][0].get_legend_handles_labels(), loc="outside lower center", ncols=4)
+    return fig
+
+
+ARTIFACT = Artifact(
+    id="whittle-index-meanvar",
+    slug="whittle",
+    kind="figure",
+    title="Whittle's index of an LPS-d server, mean–variance cost",
+    caption=(
+        "W(n) for C_β(n) = n + β E[D(n)²] against n, for d = 1, 2, 5, ∞; rows: (β, p), "
+        "columns: q. E[D²] = q + q²(1 − 1/min(d, n)) grows with the number of jobs served "
+        "in parallel, so unlike the linear cost the index separates the disciplines."
+    ),
+    methods=("MDP",),
+    points=points,
+    compute=compute_index,
+    check=check,
+    plot=plot,
+    summary=summary_index,
+    validate=validate,
+    reconstructions=INDEX_RECONSTRUCTIONS,
+)

@@ -1,0 +1,391 @@
+"""Shared by whittle-compare and whittle-gaps: the scenario points, each policy's exact (and
+simulated) cost per point, and the paper's claims on the dispatching policies.
+
+A scenario is a list of (d, q) servers and a p grid; a point is one (scenario, cost, p). Costs
+are judged relative to the exact optimal cost (relative value iteration on the truncated
+joint chain).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from lbrepro.artifacts.registry import Rows
+from lbrepro.artifacts.whittle.reconstructions import (
+    RECON_COSTS,
+    RECON_EVENTS,
+    RECON_JSEW,
+    RECON_RELAX,
+    RECON_TIES,
+    RECON_TRUNC,
+)
+from lbrepro.core.claims import Claim, make_claim
+from lbrepro.core.errors import ConfigError
+from lbrepro.core.ids import add_point, num
+from lbrepro.core.io import select
+from lbrepro.core.stats import Estimate
+from lbrepro.core.verdicts import EmptyComparisonError, Verdict, better, estimate
+from lbrepro.models import whittle as model
+from lbrepro.models import whittle_policies as pol
+
+#: The simulation check's control: the exact cost at arrival probability CONTROL_LOAD·p.
+CONTROL_LOAD = 0.9
+#: Relative cost differences below this are numerical noise of the exact solvers.
+COST_MARGIN = 1e-6
+RIVALS = ("jsq", "jsew", "rsa")
+#: Relative costs per point: {(scenario, cost, p): {policy: cost / exact optimal cost}}.
+CostTable = dict[tuple[str, str, float], dict[str, Estimate]]
+
+
+def system_of(sc: Mapping[str, Any], p: float, cost: str, beta: float) -> pol.System:
+    """The validated K-server system of a scenario at arrival probability p and one cost."""
+    return pol.System.make(p, sc["q"], sc["d"], cost, beta)
+
+
+def scenarios(cfg: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """The scenarios by name (config: a list of {name, d, q, p, B}).
+
+    A list, not a mapping: the quick profile must be able to *replace* the scenarios, and
+    config files merge mappings key by key but replace lists whole.
+    """
+    named: dict[str, Mapping[str, Any]] = {}
+    for i, sc in enumerate(cfg["scenarios"]):
+        if sc["name"] in named:
+            raise ConfigError(f"scenarios[{i}].name", f"duplicate scenario name {sc['name']!r}")
+        named[sc["name"]] = sc
+    return named
+
+
+def validate_scenarios(cfg: Mapping[str, Any], aid: str) -> None:
+    """Unique names, one d per q, valid p, q, d, p < Σq and β ≥ 0, errors named ``aid.…``."""
+    names = [sc["name"] for sc in cfg["scenarios"]]
+    for i, name in enumerate(names):
+        if names.index(name) != i:
+            raise ConfigError(f"{aid}.scenarios[{i}].name", f"{name!r} appears twice")
+    for name, sc in scenarios(cfg).items():
+        key = f"{aid}.scenarios.{name}"
+        if len(sc["q"]) != len(sc["d"]):
+            raise ConfigError(f"{key}.d", f"{len(sc['d'])} values of d for {len(sc['q'])} servers")
+        for i, q in enumerate(sc["q"]):
+            model.check_q(q, f"{key}.q[{i}]")
+        for i, d in enumerate(sc["d"]):
+            model.parse_d(d, f"{key}.d[{i}]")
+        for i, p in enumerate(sc["p"]):
+            model.check_p(p, f"{key}.p[{i}]")
+            if p >= sum(sc["q"]):
+                raise ConfigError(
+                    f"{key}.p[{i}]", f"p={p} >= Σq={sum(sc['q']):g}: the system is unstable"
+                )
+    if cfg["beta"] < 0:
+        raise ConfigError(f"{aid}.beta", f"must be >= 0, got {cfg['beta']}")
+
+
+def policy_points(cfg: Mapping[str, Any], simulate: bool) -> dict[str, dict[str, Any]]:
+    """One point per (scenario, cost, p); with ``simulate`` the run lengths join the params."""
+    out = {}
+    for name, sc in scenarios(cfg).items():
+        for cost in ("linear", "meanvar"):
+            for p in sc["p"]:
+                params = {
+                    "scenario": name,
+                    "q": list(sc["q"]),
+                    "d": [str(d) for d in sc["d"]],
+                    "p": p,
+                    "cost": cost,
+                    "beta": cfg["beta"] if cost == "meanvar" else 0.0,
+                    "B": sc.get("B", 20),
+                }
+                if simulate:
+                    params |= {k: cfg[k] for k in ("slots", "warmup", "batches")}
+                add_point(out, f"{name}-{cost}-p{num(p)}", params, f"scenarios.{name}.p")
+    return out
+
+
+def compute_policy_rows(
+    params: dict[str, Any], seed: np.random.SeedSequence, simulate: bool
+) -> Rows:
+    """Exact cost and gap of every policy (B grown to the truncation tolerance), the optimal
+    cost's RVI bounds and, with ``simulate``, the control costs at CONTROL_LOAD·p and each
+    policy's simulated cost with its CI."""
+    system = system_of(params, params["p"], params["cost"], params["beta"])
+    res = pol.choose_buffer(system, start=params["B"])
+    base = {
+        "scenario": params["scenario"],
+        "K": system.K,
+        "p": params["p"],
+        "cost": params["cost"],
+        "beta": params["beta"],
+        "B": res.B,
+    }
+    rows: Rows = []
+    for policy in pol.POLICIES:
+        c = res.costs[policy]
+        gap = res.gap(policy) if math.isfinite(c) else math.inf
+        info = base | {
+            "policy": policy,
+            "boundary_mass": res.boundary_mass[policy],
+            "stable": math.isfinite(c),
+        }
+        rows.append(info | {"method": "mdp", "quantity": "cost", "value": c})
+        rows.append(info | {"method": "mdp", "quantity": "gap_pct", "value": gap})
+    rows.append(base | {"method": "mdp", "quantity": "g_low", "value": res.g_bounds[0]})
+    rows.append(base | {"method": "mdp", "quantity": "g_high", "value": res.g_bounds[1]})
+    if simulate:
+        # control of the simulation check: each policy's exact cost at a neighbouring load
+        # (the same routing table, arrival probability CONTROL_LOAD·p) must be rejected
+        p_ctrl = CONTROL_LOAD * params["p"]
+        sys_ctrl = system_of(params, p_ctrl, params["cost"], params["beta"])
+        chain = pol.JointChain(sys_ctrl, res.B)
+        for policy in pol.POLICIES:
+            if not math.isfinite(res.costs[policy]):
+                continue
+            if policy == "rsa":
+                c_ctrl = pol.rsa_cost(sys_ctrl)
+            else:
+                c_ctrl = chain.evaluate(res.route[policy])["cost"]
+            rows.append(
+                base
+                | {
+                    "policy": policy,
+                    "method": "mdp",
+                    "quantity": "cost_control",
+                    "value": c_ctrl,
+                    "p_control": p_ctrl,
+                }
+            )
+        for i, policy in enumerate(pol.POLICIES):
+            if not math.isfinite(res.costs[policy]):
+                continue
+            child = np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, i))
+            sim = pol.simulate(
+                system,
+                policy,
+                params["slots"],
+                params["warmup"],
+                child,
+                params["batches"],
+                costs=res,
+                prio_nmax=max(2 * res.B, 60),
+            )
+            rows.append(
+                base
+                | {
+                    "policy": policy,
+                    "method": "sim",
+                    "quantity": "cost",
+                    "value": sim["cost"],
+                    "ci_low": sim["ci"][0],
+                    "ci_high": sim["ci"][1],
+                    "N": system.K,  # servers
+                    "seed": seed.entropy,
+                    "batches": sim["batches"],
+                    "slots": sim["slots"],
+                    "outside_slots": sim["outside_slots"],
+                }
+            )
+    return rows
+
+
+def gap_pct(rows: Rows, scenario: str, cost: str, policy: str, p: float) -> float:
+    """The exact gap to optimal (%) of one policy at one point (+∞ where it is unstable)."""
+    r = [
+        x
+        for x in select(rows, method="mdp", quantity="gap_pct", scenario=scenario, cost=cost, p=p)
+        if x["policy"] == policy
+    ]
+    v = r[0]["value"]
+    return math.inf if v is None else float(v)
+
+
+def exact_value(
+    rows: Rows, quantity: str, scenario: str, cost: str, p: float, policy: str
+) -> float:
+    """One exact ``quantity`` (cost or cost_control) of a policy at a point (+∞ if unstable)."""
+    sel = [
+        x
+        for x in select(rows, method="mdp", quantity=quantity, scenario=scenario, cost=cost, p=p)
+        if x["policy"] == policy
+    ]
+    if not sel:
+        raise EmptyComparisonError(f"no exact {quantity} of {policy} at {scenario}/{cost}/p={p:g}")
+    v = sel[0]["value"]
+    return math.inf if v is None else float(v)
+
+
+def scaled(e: Estimate, by: float) -> Estimate:
+    """The estimate divided by a positive constant (a cost relative to the optimal cost)."""
+    return Estimate(e.mean / by, e.low / by, e.high / by, e.half_width / by, e.batches, e.N)
+
+
+def relative_costs(rows: Rows, cfg: Mapping[str, Any], method: str) -> CostTable:
+    """{(scenario, cost, p): {policy: cost / exact optimal cost as an Estimate}}.
+
+    ``mdp``: exact costs (zero-width intervals; +∞ where a policy is unstable); ``sim``: the
+    simulated costs with their CIs, divided by the exact optimal cost.
+    """
+    out: dict[tuple[str, str, float], dict[str, Estimate]] = {}
+    for name, sc in scenarios(cfg).items():
+        for cost in ("linear", "meanvar"):
+            for p in sc["p"]:
+                opt = exact_value(rows, "cost", name, cost, p, "optimal")
+                point: dict[str, Estimate] = {}
+                for policy in pol.POLICIES:
+                    if method == "mdp":
+                        c = exact_value(rows, "cost", name, cost, p, policy)
+                        point[policy] = Estimate.exact(c / opt)
+                        continue
+                    sims = [
+                        r
+                        for r in select(
+                            rows, method="sim", quantity="cost", scenario=name, cost=cost, p=p
+                        )
+                        if r["policy"] == policy
+                    ]
+                    if sims:
+                        point[policy] = scaled(estimate(sims[0]), opt)
+                out[(name, cost, p)] = point
+    if not out:
+        raise EmptyComparisonError("no (scenario, cost, p) points")
+    return out
+
+
+def point_label(key: tuple[str, str, float]) -> str:
+    """scenario/cost/p=…, how a point is named in verdict details."""
+    return f"{key[0]}/{key[1]}/p={key[2]:g}"
+
+
+def finite_pairs(
+    table: CostTable, a: str, b: str
+) -> tuple[list[Estimate], list[Estimate], list[str]]:
+    """Points where both policies have a finite relative cost: (A, B, labels)."""
+    keys = [
+        k
+        for k, v in table.items()
+        if a in v and b in v and math.isfinite(v[a].mean) and math.isfinite(v[b].mean)
+    ]
+    return [table[k][a] for k in keys], [table[k][b] for k in keys], [point_label(k) for k in keys]
+
+
+def judge_costs(a: list[Estimate], b: list[Estimate], **kw: Any) -> Verdict:
+    """:func:`better` on relative costs; on exact costs (zero-width) the statistic is reported
+    as the cost difference B − A in % of the optimal cost instead of an infinite z-score."""
+    v = better(a, b, **kw)
+    if any(e.half_width for e in (*a, *b)):
+        return v
+    diffs = [100 * (eb.mean - ea.mean) for ea, eb in zip(a, b, strict=True)]
+    quantifier = kw.get("quantifier", "all")
+    stat = max(diffs) if quantifier == "any" else min(diffs)
+    sign = ">" if kw.get("strict", True) else "≥"
+    margin = 100 * kw.get("margin", 0.0)
+    return dataclasses.replace(
+        v,
+        measured=round(stat, 4),
+        expected=f"(B − A) {sign} {margin:g} % of the optimal cost at "
+        f"{'some' if quantifier == 'any' else 'every'} point",
+        tolerance=f"exact costs; numerical margin {abs(margin):g} % of the optimal cost",
+    )
+
+
+def near_optimal_verdict(table: CostTable, policy: str, tol_pct: float) -> Verdict:
+    """policy's cost not significantly above (1 + tol)·optimal at every point (∞ fails)."""
+    keys = [k for k, v in table.items() if policy in v]
+    finite = [k for k in keys if math.isfinite(table[k][policy].mean)]
+    if keys and not finite:  # unstable everywhere: infinitely far from optimal
+        return Verdict(False, f"{len(keys)} unstable", f"gap ≤ {tol_pct:g}%", "exact", "")
+    bound = Estimate.exact(1 + tol_pct / 100)
+    v = better(
+        [table[k][policy] for k in finite],
+        [bound] * len(finite),
+        quantifier="all",
+        strict=False,
+        labels=[point_label(k) for k in finite],
+    )
+    worst = max(finite, key=lambda k: table[k][policy].mean)
+    unstable = [point_label(k) for k in keys if k not in finite]
+    details = f"largest gap {100 * (table[worst][policy].mean - 1):.3g}% at {point_label(worst)}"
+    if unstable:
+        details += f"; unstable (infinite gap) at {', '.join(unstable)}"
+    exact = not any(table[k][policy].half_width for k in finite)
+    return dataclasses.replace(
+        v,
+        passed=bool(v.passed and not unstable),
+        measured=(
+            f"{100 * (table[worst][policy].mean - 1):.3g}% largest gap"
+            + (f", {len(unstable)} unstable" if unstable else "")
+            if exact or unstable
+            else v.measured
+        ),
+        expected=f"largest gap ≤ {tol_pct:g}%" if exact else v.expected,
+        details=f"{v.details}; {details}",
+    )
+
+
+def policy_claims(rows: Rows, cfg: Mapping[str, Any], method: str) -> list[Claim]:
+    """The paper's claims on the dispatching policies, judged on exact or simulated costs."""
+    table = relative_costs(rows, cfg, method)
+    tol = cfg.get("near_optimal_pct", 5.0)
+    how = "exact costs" if method == "mdp" else "simulated costs (95% CIs)"
+    claims = [
+        make_claim(
+            "Whittle's index policy is close to optimal over a wide range of parameters — "
+            f"our yardstick: its average cost is not significantly above (1 + {tol:g}%) × the "
+            f"optimal cost at every (scenario, cost, p) of the grid ({how})",
+            near_optimal_verdict(table, "whittle", tol),
+            control=(
+                "random routing (RSA) by the same measure must not be close",
+                near_optimal_verdict(table, "rsa", tol),
+            ),
+        )
+    ]
+    for rival in RIVALS:
+        a, b, labels = finite_pairs(table, "whittle", rival)
+        c_a, c_b, c_labels = finite_pairs(table, rival, "optimal")
+        claims.append(
+            make_claim(
+                f"Whittle's index policy can outperform {rival.upper()}: its cost is "
+                f"significantly lower at some (scenario, cost, p) ({how})",
+                judge_costs(a, b, quantifier="any", margin=COST_MARGIN, labels=labels),
+                control=(
+                    f"{rival.upper()} can outperform the optimal policy (same test) — must fail",
+                    judge_costs(c_a, c_b, quantifier="any", margin=COST_MARGIN, labels=c_labels),
+                ),
+                details=f"costs relative to the exact optimum; margin {COST_MARGIN:g}",
+            )
+        )
+    return claims
+
+
+def summary_gaps(rows: Rows) -> Rows:
+    """Mean / max gap (%) of each heuristic and the buffers used, per (scenario, cost)."""
+    out: Rows = []
+    keys = sorted(
+        {(r["scenario"], r["cost"]) for r in select(rows, method="mdp", quantity="gap_pct")}
+    )
+    for name, cost in keys:
+        sel = select(rows, method="mdp", quantity="gap_pct", scenario=name, cost=cost)
+        row: dict[str, Any] = {"scenario": name, "cost": cost, "K": sel[0]["K"]}
+        for policy in pol.POLICIES[1:]:
+            g = [r["value"] for r in sel if r["policy"] == policy]
+            g = [math.inf if v is None else float(v) for v in g]
+            fin = [v for v in g if math.isfinite(v)]
+            row[f"{policy} mean/max gap %"] = (
+                f"{np.mean(fin):.3g} / {max(fin):.3g}" if fin else "—"
+            ) + (f" ({len(g) - len(fin)} unstable)" if len(fin) < len(g) else "")
+        row["B"] = "/".join(str(b) for b in sorted({r["B"] for r in sel}))
+        out.append(row)
+    return out
+
+
+POLICY_RECONSTRUCTIONS = (
+    RECON_EVENTS,
+    RECON_COSTS,
+    RECON_TIES,
+    RECON_JSEW,
+    RECON_TRUNC,
+    RECON_RELAX,
+)
