@@ -20,7 +20,7 @@ from lbrepro.models.general.published import (
 from lbrepro.models.spec import RUN_PARAMS, Model, Param
 from lbrepro.sim.general_service import GeneralSimResult, simulate_general
 
-__all__ = ["MODEL", "simulate", "simulate_cli", "simulate_json", "solve"]
+__all__ = ["MODEL", "simulate", "simulate_json", "solve"]
 
 
 def simulate(
@@ -127,22 +127,6 @@ def simulate_json(
         "events": r.events_total,
         "events_per_second": r.events_per_second,
     }
-
-
-def simulate_cli(
-    dist: str,
-    lam: float,
-    d: int,
-    N: int,
-    horizon: float,
-    warmup: float | None,
-    seed: int,
-    batches: int,
-) -> dict[str, Any]:
-    """:func:`simulate_json` with positional arguments, the form tests/test_general_sim.py calls."""
-    return simulate_json(
-        dist, lam=lam, d=d, N=N, horizon=horizon, warmup=warmup, seed=seed, batches=batches
-    )
 
 
 MODEL = Model(
