@@ -11,11 +11,13 @@ pytest puts it on ``sys.path``.
 Every test that starts a subprocess pipeline (the ``run_cli``, ``cli_refuses``,
 ``run_snakemake``, ``browser`` and ``quick_run`` fixtures) is marked ``slow`` here, so
 ``pytest -m "not slow"`` is the fast in-process loop. Under pytest-xdist (``pytest -n``, the
-default) tests that share a costly session or module fixture share an ``xdist_group``, which
-``--dist loadgroup`` sends to one worker, so the fixture is built once. Nothing else needs
-keeping apart: every Snakemake run that writes works in its own temporary directory (the
-lint only reads), signals go to the test's own process or process group, no test listens on a
-fixed port, and numba replaces its cache files atomically.
+default) ``--dist loadfile`` keeps each test file on one worker, so a module-scoped fixture, or
+the session-scoped quick run (used only by test_workflow.py), is built once. (``--dist
+loadgroup`` would be finer, but with pytest 9.2 it does not group: xdist 3.8 renames
+``item._nodeid``, which pytest no longer reads.) Nothing else needs keeping apart: every
+Snakemake run that writes works in its own temporary directory (the lint only reads), signals
+go to the test's own process or process group, no test listens on a fixed port, and numba
+replaces its cache files atomically.
 """
 
 from __future__ import annotations
@@ -40,53 +42,17 @@ QUICK_CONFIG = ("--configfile", str(CONFIG), str(QUICK))
 SUBPROCESS_FIXTURES = frozenset({"run_cli", "cli_refuses", "run_snakemake", "browser", "quick_run"})
 
 
-def shared_fixture_group(item: pytest.Item) -> str | None:
-    """The xdist group that keeps a test beside the others sharing its costly fixture.
-
-    A session- or module-scoped fixture is built once per worker that needs it: the quick run
-    (minutes) or a module's copy of the repository would be built twice if its tests were
-    spread over two workers. So the users of one of this suite's session fixtures share a group
-    named after the fixture (the quick run's first: its browser test reads that run, and two
-    headless Chromiums at once only compete for the same cores), and the users of a
-    module-scoped fixture share a group named after their module.
-    """
-    info = getattr(item, "_fixtureinfo", None)
-    if info is None:
-        return None
-    session, module = [], []
-    for name in item.fixturenames:
-        defs = info.name2fixturedefs.get(name)
-        if not defs:
-            continue
-        fixture = defs[-1]
-        origin = getattr(fixture.func, "__module__", "")
-        if origin != "conftest" and not origin.startswith("test_"):
-            continue  # pytest's own (tmp_path_factory, …) are cheap
-        if fixture.scope == "session":
-            session.append(name)
-        elif fixture.scope == "module":
-            module.append(name)
-    if session:
-        return "quick_run" if "quick_run" in session else sorted(session)[0]
-    if module:
-        return item.nodeid.split("::", 1)[0]
-    return None
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark subprocess tests ``slow``; keep the users of a costly shared fixture on one worker.
+    """Mark subprocess tests ``slow``; in a parallel run put the quick run's tests first.
 
-    In a parallel run the quick run's group goes first: it is the longest stretch of the
-    suite (minutes on one worker), so it starts at once while the other workers share the rest.
+    The quick run is the longest stretch of the suite (minutes on one worker); its tests go
+    first so that its file's worker starts it at once while the others share the rest.
     """
     for item in items:
         if set(getattr(item, "fixturenames", ())) & SUBPROCESS_FIXTURES:
             item.add_marker(pytest.mark.slow)
-        group = shared_fixture_group(item)
-        if group and item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(group))
     if hasattr(config, "workerinput"):  # a pytest-xdist worker: the run is parallel
-        items.sort(key=lambda item: shared_fixture_group(item) != "quick_run")
+        items.sort(key=lambda item: "quick_run" not in getattr(item, "fixturenames", ()))
 
 
 # ------------------------------------------------------------------------ subprocesses
