@@ -126,7 +126,7 @@ def test_unstable_refused() -> None:
 def test_simulate_cli_json() -> None:
     import json
 
-    out = gen.simulate_json("erlang:2", lam=0.6, d=2, N=100, horizon=200.0, seed=4, batches=5)
+    out = gen.simulate_summary("erlang:2", lam=0.6, d=2, N=100, horizon=200.0, seed=4, batches=5)
     json.dumps(out)
     assert out["N"] == 100 and out["events"] > 0
     assert len(out["ci"]["u"]) == len(out["u"])

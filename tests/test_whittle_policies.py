@@ -201,14 +201,14 @@ def test_whittle_equals_jsq_for_identical_servers() -> None:
 
 
 def test_cli_warmup_default_is_one_hundredth_of_the_horizon() -> None:
-    """The default lives in cli_simulate's signature (the CLI reads it): 1% of the horizon."""
+    """The default lives in simulate_summary's signature (the CLI reads it): 1% of the horizon."""
     assert wp.MODEL.defaults("simulate")["warmup"] is None
     args = dict(p=0.5, q="0.3,0.6", d="1,inf", horizon=20_000, policy="jsq", seed=4)
-    default = wp.cli_simulate(**args)
-    explicit = wp.cli_simulate(**args, warmup=200)
+    default = wp.simulate_summary(**args)
+    explicit = wp.simulate_summary(**args, warmup=200)
     assert default["mean_cost"] == explicit["mean_cost"]
     assert default["events"] == explicit["events"]
-    assert default["mean_cost"] != wp.cli_simulate(**args, warmup=2_000)["mean_cost"]
+    assert default["mean_cost"] != wp.simulate_summary(**args, warmup=2_000)["mean_cost"]
 
 
 @pytest.mark.parametrize(("spec", "B"), [(SYS2, 12), (SYS3, 6)])

@@ -9,6 +9,8 @@ declaration and builds ``lbrepro solve|simulate <name>`` from it, with no per-mo
 - Defaults live in one place: the signature of the model's ``solve``/``simulate`` function. A
   parameter whose function argument has no default is required on the command line.
 - ``solve``/``simulate`` return a result with ``to_json()`` (or ``to_dict()``), or a mapping.
+  Where a model's own ``solve``/``simulate`` (what the artifacts call) return something else,
+  the command's function is named ``solve_summary``/``simulate_summary``: one name everywhere.
   The command prints ``{"model": name, "params": {…}}`` followed by that result, where
   ``params`` holds the declared model parameters (every parameter except the run options
   :data:`RUN_OPTIONS`) as the function received them.

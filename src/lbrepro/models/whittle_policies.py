@@ -41,12 +41,12 @@ __all__ = [
     "PolicyCosts",
     "System",
     "choose_buffer",
-    "cli_simulate",
-    "cli_solve",
     "compare_policies",
     "priorities",
     "rsa_cost",
     "simulate",
+    "simulate_summary",
+    "solve_summary",
 ]
 
 POLICIES = ("optimal", "whittle", "jsq", "jsew", "rsa")
@@ -316,7 +316,7 @@ def _split(text: Any) -> list[str]:
     return [str(text)]
 
 
-def cli_solve(
+def solve_summary(
     p: float,
     q: str,
     d: str,
@@ -359,7 +359,7 @@ def cli_solve(
     }
 
 
-def cli_simulate(
+def simulate_summary(
     p: float,
     q: str,
     d: str,
@@ -379,7 +379,7 @@ def cli_simulate(
     horizon — the slotted chain forgets its empty start within a few hundred slots and the
     warm-up is only a minimum, MSER-5 discards more when it finds a longer transient; the
     pipeline's runs use 0.25–0.5%). The optimal policy first needs its RVI table (B grown from
-    ``B`` as in :func:`cli_solve`); the exact cost is returned alongside.
+    ``B`` as in :func:`solve_summary`); the exact cost is returned alongside.
     """
     import time
 
@@ -460,7 +460,7 @@ MODEL = Model(
         ),
         *(p for p in RUN_PARAMS if p.name in ("seed", "batches")),
     ),
-    solve=cli_solve,
-    simulate=cli_simulate,
+    solve=solve_summary,
+    simulate=simulate_summary,
     load="p",
 )

@@ -26,7 +26,7 @@ and :mod:`.arguments` (argument checks). Everything public is re-exported here.
 
 from __future__ import annotations
 
-from lbrepro.models.general.commands import MODEL, simulate, simulate_json, solve
+from lbrepro.models.general.commands import MODEL, simulate, simulate_summary, solve
 from lbrepro.models.general.phase_type import (
     MeanFieldPH,
     cavity_fixed_point,
@@ -51,7 +51,7 @@ __all__ = [
     "published_sojourn",
     "published_tail",
     "simulate",
-    "simulate_json",
+    "simulate_summary",
     "solve",
     "theta",
     "theta_closed_form",

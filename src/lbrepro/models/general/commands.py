@@ -20,7 +20,7 @@ from lbrepro.models.general.published import (
 from lbrepro.models.spec import RUN_PARAMS, Model, Param
 from lbrepro.sim.general_service import GeneralSimResult, simulate_general
 
-__all__ = ["MODEL", "simulate", "simulate_json", "solve"]
+__all__ = ["MODEL", "simulate", "simulate_summary", "solve"]
 
 
 def simulate(
@@ -87,7 +87,7 @@ def solve(dist: Any = "exp", *, lam: Any, d: Any) -> dict[str, Any]:
     return out
 
 
-def simulate_json(
+def simulate_summary(
     dist: str = "exp",
     *,
     lam: float,
@@ -151,5 +151,5 @@ MODEL = Model(
         ),
     ),
     solve=solve,
-    simulate=simulate_json,
+    simulate=simulate_summary,
 )
