@@ -58,23 +58,24 @@ def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 
 def _no_queueing_exit_rows(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
     """First exit times from the no-queueing state, starting empty (censored at the cap)."""
-    N = p["N"]
-    times = []
-    for child in seed.spawn(p["reps"]):
-        sim = simulate_affinity(
-            p["lam"],
-            p["mu2"],
-            p["mu1"],
-            p["d1"],
-            N,
-            horizon=p["exit_cap"],
-            batches=1,
-            start="empty",
-            seed=child,
-            stop_type2_fraction=p["high"],
+    times = [
+        sim.stopped_at if sim.stopped_at == sim.stopped_at else math.inf
+        for sim in _exit_runs(p, seed, "empty", stop_type2_fraction=p["high"])
+    ]
+    return _capped_mean_rows(times, p["exit_cap"], "exit_time", p["N"], seed.entropy)
+
+
+def _exit_runs(
+    p: dict[str, Any], seed: np.random.SeedSequence, start: str, **stop: Any
+) -> list[Any]:
+    """The ``reps`` runs of a first-exit point, each with its own child stream, up to the cap."""
+    return [
+        simulate_affinity(
+            p["lam"], p["mu2"], p["mu1"], p["d1"], p["N"], horizon=p["exit_cap"], batches=1,
+            start=start, seed=child, **stop,
         )
-        times.append(sim.stopped_at if sim.stopped_at == sim.stopped_at else math.inf)
-    return _capped_mean_rows(times, p["exit_cap"], "exit_time", N, seed.entropy)
+        for child in seed.spawn(p["reps"])
+    ]  # fmt: skip
 
 
 def _capped_mean_rows(times: list[float], cap: float, quantity: str, N: int, seed: Any) -> Rows:
@@ -110,19 +111,7 @@ def _queueing_exit_rows(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows
     the cap)."""
     snap = np.arange(0.0, p["exit_cap"], p["dt_snap"])
     times = []
-    for child in seed.spawn(p["reps"]):
-        sim = simulate_affinity(
-            p["lam"],
-            p["mu2"],
-            p["mu1"],
-            p["d1"],
-            p["N"],
-            horizon=p["exit_cap"],
-            batches=1,
-            start="type2",
-            seed=child,
-            snap_times=snap,
-        )
+    for sim in _exit_runs(p, seed, "type2", snap_times=snap):
         below = np.nonzero(sim.snap_type2 <= p["low"])[0]
         times.append(float(snap[below[0]]) if below.size else math.inf)
     return _capped_mean_rows(times, p["exit_cap"], "queueing_exit_time", p["N"], seed.entropy)
