@@ -125,7 +125,7 @@ def test_workflow_dry_run_plans_its_jobs(checkout: Path) -> None:
     planned = _snakemake(checkout, "-n", f"results/example/{ARTIFACT}.checks.json")
     assert planned.returncode == 0, planned.stdout[-2000:] + planned.stderr[-2000:]
     text = planned.stdout + planned.stderr
-    assert "compute_point" in text and "rho0.3" in text and "rho0.6" in text
+    assert "compute_points" in text and "rho0.3" in text and "rho0.6" in text
 
 
 def test_artifact_runs_and_reaches_the_report(checkout: Path) -> None:

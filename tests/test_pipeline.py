@@ -41,10 +41,10 @@ def test_point_ids_are_unique_and_file_safe(quick):
 def test_same_seed_same_numbers_other_seed_other_numbers(tmp_path, quick):
     point = next(iter(pipeline.points(quick, "supermarket-tail")))
     a, b, c = tmp_path / "a.csv", tmp_path / "b.csv", tmp_path / "c.csv"
-    pipeline.compute_point(quick, "supermarket-tail", point, a)
-    pipeline.compute_point(quick, "supermarket-tail", point, b)
+    pipeline.compute_points(quick, "supermarket-tail", [point], a)
+    pipeline.compute_points(quick, "supermarket-tail", [point], b)
     assert a.read_text() == b.read_text()
-    pipeline.compute_point({**quick, "seed": quick["seed"] + 1}, "supermarket-tail", point, c)
+    pipeline.compute_points({**quick, "seed": quick["seed"] + 1}, "supermarket-tail", [point], c)
     sim = [r for r in read_table(c) if r["method"] == "sim"]
     sim_a = [r for r in read_table(a) if r["method"] == "sim"]
     assert [r["value"] for r in sim] != [r["value"] for r in sim_a]
@@ -56,7 +56,7 @@ def test_points_of_one_artifact_use_independent_streams(tmp_path, quick):
     outs = []
     for i, point in enumerate(points):
         out = tmp_path / f"{i}.csv"
-        pipeline.compute_point(quick, "supermarket-accuracy", point, out)
+        pipeline.compute_points(quick, "supermarket-accuracy", [point], out)
         outs.append(next(r for r in read_table(out) if r["method"] == "sim")["value"])
     assert outs[0] != outs[1]
 
@@ -66,17 +66,17 @@ def test_unknown_point_is_named(quick):
         pipeline.point_params(quick, "supermarket-tail", "nosuchpoint")
 
 
-# Imports a compute job does not need: each costs every one of the ~470 jobs of a full run
+# Imports a compute job does not need: each costs every one of the ~260 jobs of a full run
 # (scipy.stats 0.6 s; matplotlib.pyplot 0.7 s, only the plot jobs draw).
 HEAVY = ("scipy.stats", "matplotlib", "jsonschema", "jinja2")
 
 
 def test_a_compute_job_imports_nothing_heavy():
-    """What workflow/scripts/compute_point.py imports, with every paper registered, in a fresh
+    """What workflow/scripts/compute_points.py imports, with every paper registered, in a fresh
     interpreter: none of the heavy modules a compute job does not use."""
     code = (
         "import sys\n"
-        "from lbrepro.pipeline import compute_point, logging_to\n"
+        "from lbrepro.pipeline import compute_points, logging_to\n"
         "from lbrepro.artifacts import registry\n"
         "registry.all_artifacts()\n"
         f"print(' '.join(m for m in {HEAVY!r} if m in sys.modules))\n"

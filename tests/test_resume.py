@@ -74,7 +74,7 @@ def _interrupt(cmd: list[str], cwd: Path, sig: signal.Signals) -> None:
     try:
         assert proc.stderr is not None
         for line in proc.stderr:
-            if "rule compute_point" in line:
+            if "rule compute_points" in line:
                 break
         else:
             pytest.fail("the run ended before its job started")

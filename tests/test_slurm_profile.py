@@ -68,6 +68,11 @@ def test_dry_run_through_the_profile_builds_the_dag(run_snakemake, tmp_path):
     )
     out = run.stdout + run.stderr
     assert run.returncode == 0, out
-    assert any(line.split() == ["compute_point", "3"] for line in out.splitlines()), out
+    from lbrepro import pipeline
+    from lbrepro.config import load_config
+
+    quick = load_config(ROOT / "config" / "config.yaml", ROOT / "config" / "quick.yaml")
+    n_jobs = len(pipeline.jobs(quick, "supermarket-tail"))
+    assert any(line.split() == ["compute_points", str(n_jobs)] for line in out.splitlines()), out
     # The partition reaches the jobs, and the profile's own defaults survive beside it.
     assert "runtime=5, cpus_per_task=1, slurm_partition=max" in out

@@ -58,7 +58,7 @@ def test_dry_run_with_slurm_profile(run_snakemake, tmp_path):
         "-n", "--workflow-profile", str(profile), "--directory", str(tmp_path), *DEFAULT
     )
     assert run.returncode == 0, run.stdout + run.stderr
-    assert "compute_point" in run.stdout + run.stderr
+    assert "compute_points" in run.stdout + run.stderr
 
 
 @pytest.mark.parametrize(

@@ -20,6 +20,7 @@ from lbrepro.core.claims import write_checks
 from lbrepro.core.errors import ConfigError
 from lbrepro.core.ids import check_point_ids
 from lbrepro.core.io import concat_tables, read_table, write_table
+from lbrepro.core.packing import pack_points
 from lbrepro.core.rng import stream
 from lbrepro.sim.runlength import event_budget
 
@@ -44,7 +45,7 @@ def validate_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
     for artifact in registry.all_artifacts():
         if artifact.id in config:
             artifact.validate(config[artifact.id])
-            points(config, artifact.id)  # unique, file-name-safe point ids
+            jobs(config, artifact.id)  # unique, file-name-safe point ids, packed into jobs
     return config
 
 
@@ -54,7 +55,7 @@ def artifact_config(config: Mapping[str, Any], artifact_id: str) -> dict[str, An
 
 
 def points(config: Mapping[str, Any], artifact_id: str) -> dict[str, dict[str, Any]]:
-    """The artifact's parameter points, one job each, keyed by a file-name-safe point id.
+    """The artifact's parameter points, keyed by a file-name-safe point id.
 
     Raises
     ------
@@ -78,26 +79,61 @@ def point_params(config: Mapping[str, Any], artifact_id: str, point_id: str) -> 
     return table[point_id]
 
 
-def compute_point(
-    config: Mapping[str, Any], artifact_id: str, point_id: str, out: str | Path
-) -> None:
-    """Run one point's computation with its own random stream and write its tidy rows.
+def jobs(config: Mapping[str, Any], artifact_id: str) -> dict[str, list[str]]:
+    """The artifact's jobs, job id → the point ids it computes (see lbrepro.core.packing).
 
-    The stream depends only on (seed, artifact id, point id), so a point gives the same
-    numbers whichever machine, order or cluster node computes it.
+    Points the artifact estimates cheaper than ``simulation.job_seconds`` share a job, up to
+    that many estimated seconds; the others, and every point of an artifact that declares no
+    cost estimate, are a job each (so is every point when ``job_seconds`` is 0).
+    """
+    table = points(config, artifact_id)
+    artifact = registry.get(artifact_id)
+    budget = float(config.get("simulation", {}).get("job_seconds", 0))
+    cost = artifact.cost
+    try:
+        return pack_points(
+            {p: (None if cost is None else cost(params)) for p, params in table.items()}, budget
+        )
+    except ValueError as err:
+        raise ConfigError(f"{artifact_id}.points", str(err)) from None
+
+
+def job_params(config: Mapping[str, Any], artifact_id: str, job_id: str) -> dict[str, Any]:
+    """The parameters of a job's points (point id → parameters); KeyError names an unknown job."""
+    table = points(config, artifact_id)
+    packed = jobs(config, artifact_id)
+    if job_id not in packed:
+        raise KeyError(f"{artifact_id}: unknown job {job_id!r}")
+    return {p: table[p] for p in packed[job_id]}
+
+
+def compute_points(
+    config: Mapping[str, Any], artifact_id: str, point_ids: Sequence[str], out: str | Path
+) -> None:
+    """Compute the points ``point_ids`` in turn, each with its own random stream, and write
+    their tidy rows, in that order, to one table.
+
+    A point's stream depends only on (seed, artifact id, point id), so it gives the same
+    numbers whichever machine, order, job or cluster node computes it.
     """
     artifact = registry.get(artifact_id)
-    params = point_params(config, artifact_id, point_id)
-    log.info("%s/%s: %s", artifact_id, point_id, params)
+    table = points(config, artifact_id)
     sim = config.get("simulation", {})
-    with event_budget(sim.get("max_events"), sim.get("extend")):
-        rows = artifact.compute(params, stream(int(config["seed"]), artifact_id, point_id))
-    write_table([{"artifact": artifact_id, "point": point_id} | r for r in rows], out)
-    log.info("%s/%s: %d rows written to %s", artifact_id, point_id, len(rows), out)
+    rows: list[dict[str, Any]] = []
+    for point_id in point_ids:
+        if point_id not in table:
+            raise KeyError(f"{artifact_id}: unknown point {point_id!r}")
+        params = table[point_id]
+        log.info("%s/%s: %s", artifact_id, point_id, params)
+        with event_budget(sim.get("max_events"), sim.get("extend")):
+            computed = artifact.compute(params, stream(int(config["seed"]), artifact_id, point_id))
+        rows.extend({"artifact": artifact_id, "point": point_id} | r for r in computed)
+    write_table(rows, out)
+    log.info("%s: %d points, %d rows written to %s", artifact_id, len(point_ids), len(rows), out)
 
 
 def collect_table(inputs: Sequence[str | Path], out: str | Path) -> None:
-    """Concatenate the point tables of one artifact into its tidy table."""
+    """Concatenate the job tables of one artifact into its tidy table."""
     write_table(concat_tables(inputs), out)
 
 

@@ -5,7 +5,7 @@
 
 rule collect_table:
     input:
-        point_files,
+        job_files,
     output:
         report(
             TABLE,

@@ -9,7 +9,7 @@ from lbrepro.artifacts.registry import (
     papers,
     FIGURE_PNG,
     FIGURE_SVG,
-    POINT,
+    JOB,
     REPORT,
     TABLE,
     enabled,
@@ -18,7 +18,7 @@ from lbrepro.artifacts.registry import (
 from lbrepro.core.runlock import clear_stale_locks, forget_run, record_run
 from snakemake_interface_executor_plugins.settings import ExecMode
 from lbrepro.core.errors import ConfigError
-from lbrepro.pipeline import point_params, points, validate_config
+from lbrepro.pipeline import job_params, jobs, validate_config
 
 try:
     validate_config(config)  # base schema (lbrepro/schemas) + each paper's schema.yaml
@@ -57,22 +57,22 @@ TEMPLATE_FILES = sorted(
 wildcard_constraints:
     slug="[a-z]+",
     artifact="[a-z0-9]+(-[a-z0-9]+)*",
-    point="[A-Za-z0-9.=_-]+",
+    job="[A-Za-z0-9.=_-]+",
 
 
-def point_files(wildcards):
-    """The per-point tables an artifact's table is collected from."""
+def job_files(wildcards):
+    """The job tables an artifact's table is collected from."""
     return [
-        POINT.format(slug=wildcards.slug, artifact=wildcards.artifact, point=p)
-        for p in points(config, wildcards.artifact)
+        JOB.format(slug=wildcards.slug, artifact=wildcards.artifact, job=j)
+        for j in jobs(config, wildcards.artifact)
     ]
 
 
-def params_of_point(wildcards):
-    """A point's parameters and the seed: a change reruns exactly that point."""
+def params_of_job(wildcards):
+    """The parameters of a job's points and the seed: a change reruns exactly that job."""
     return {
         "seed": config["seed"],
-        **point_params(config, wildcards.artifact, wildcards.point),
+        "points": job_params(config, wildcards.artifact, wildcards.job),
     }
 
 

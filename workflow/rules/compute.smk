@@ -1,13 +1,14 @@
-# One job per parameter point: the unit a cluster spreads out.
+# One job per parameter point, or per run of cheap points (lbrepro.core.packing): the unit a
+# cluster spreads out.
 
 
-rule compute_point:
+rule compute_points:
     output:
-        POINT,
+        JOB,
     log:
-        "logs/{slug}/{artifact}/{point}.log",
+        "logs/{slug}/{artifact}/{job}.log",
     benchmark:
-        "benchmarks/{slug}/{artifact}/{point}.tsv"
+        "benchmarks/{slug}/{artifact}/{job}.tsv"
     conda:
         "../../environment.yml"
     threads: 1
@@ -15,6 +16,6 @@ rule compute_point:
         runtime=config["simulation"].get("runtime_min", 30),
         mem_mb=config["simulation"].get("mem_mb", 1000),
     params:
-        point=params_of_point,
+        job=params_of_job,
     script:
-        "../scripts/compute_point.py"
+        "../scripts/compute_points.py"

@@ -3,9 +3,10 @@
 A paper is a package ``lbrepro.artifacts.<slug>`` whose ``__init__`` declares ``PAPER`` (its
 text and its artifacts); the registry discovers every such package, so adding a paper edits no
 list here. Each artifact is declared once, in its own module, with the functions that make it:
-``points(cfg)`` → parameter points (one job each), ``compute(params, seed)`` → tidy rows,
+``points(cfg)`` → parameter points, ``compute(params, seed)`` → tidy rows,
 ``plot(rows, cfg)`` → a matplotlib figure, ``check(rows, cfg)`` → claims, ``summary(rows)`` →
-a small wide table for the report. ``cfg`` is the artifact's own config section.
+a small wide table for the report, and optionally ``cost(params)`` → the estimated seconds of
+one point, by which cheap points share a job. ``cfg`` is the artifact's own config section.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ Rows = list[dict[str, Any]]
 # File layout of the data contract (../shared/spec/README.md); Snakemake rules use these too.
 TABLE = "results/{slug}/{artifact}.csv"
 CHECKS = "results/{slug}/{artifact}.checks.json"
-POINT = "results/{slug}/{artifact}/points/{point}.csv"
+# One job's table: the rows of the points it computed (lbrepro.core.packing names jobs).
+JOB = "results/{slug}/{artifact}/jobs/{job}.csv"
 FIGURE_PNG = "figures/{slug}/{artifact}.png"
 FIGURE_SVG = "figures/{slug}/{artifact}.svg"
 REPORT = "report/index.html"
@@ -64,6 +66,10 @@ class Artifact:
     summary: Callable[[Rows], Rows] | None = None
     validate: Callable[[Mapping[str, Any]], None] = lambda cfg: None
     reconstructions: tuple[str, ...] = ()
+    # Estimated seconds of one point's compute on one core, from its parameters: points
+    # cheaper than `simulation.job_seconds` share a job (lbrepro.core.packing). None: one
+    # job per point.
+    cost: Callable[[Mapping[str, Any]], float] | None = None
 
     @property
     def has_figure(self) -> bool:

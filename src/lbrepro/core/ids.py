@@ -1,9 +1,10 @@
 """Point ids: faithful, unique and file-name safe.
 
-A point id names one job and its files (``results/<slug>/<artifact>/points/<id>.csv``), so it
-must (1) tell apart every two parameter sets — ``{x:g}`` keeps 6 digits and merged
-``rho: [0.9, 0.9000001]`` into one point, silently dropping one of them — and (2) match the
-Snakemake wildcard constraint of ``workflow/rules/common.smk``. :func:`num` writes a number as
+A point id names a point's random stream and, alone or as the first or last of a run of cheap
+points, its job's files (``results/<slug>/<artifact>/jobs/<id>.csv``), so it must (1) tell
+apart every two parameter sets — ``{x:g}`` keeps 6 digits and merged ``rho: [0.9, 0.9000001]``
+into one point, silently dropping one of them — and (2) match the Snakemake wildcard
+constraint of ``workflow/rules/common.smk``. :func:`num` writes a number as
 its shortest round-trip text (0.9 → ``0.9``, 2.0 → ``2``, 1e-05 → ``1e-05``, 1e+20 → ``1e20``);
 :func:`add_point` refuses an id that is already taken, naming the config key.
 """
@@ -19,7 +20,7 @@ from lbrepro.core.errors import ConfigError
 
 __all__ = ["POINT_ID", "add_point", "check_point_ids", "num"]
 
-# The wildcard constraint of {point} in workflow/rules/common.smk (keep the two in step).
+# The wildcard constraint of {job} in workflow/rules/common.smk (keep the two in step).
 POINT_ID = re.compile(r"[A-Za-z0-9.=_-]+")
 
 

@@ -59,6 +59,11 @@ _LOW32 = np.uint64(0xFFFFFFFF)
 _S32 = np.uint64(32)
 
 
+# Typical events per second on one core (N = 1000, d1 = 3), from the full run's benchmark files
+# on a 2-core VM. Only an estimate: cheap points share a job by it (lbrepro.core.packing).
+EVENTS_PER_SECOND = 4.0e6
+
+
 @njit(inline="always")
 def _bounded(x32, n, state):
     """Exactly uniform integer in [0, n) from 32 random bits x32 (Lemire; on the rare

@@ -47,6 +47,11 @@ _INITIAL_LEVELS = 64
 _MAX_N = 2**32 - 1
 
 
+# Typical events per second on one core (N = 1000, d = 2), from the full run's benchmark files
+# on a 2-core VM. Only an estimate: cheap points share a job by it (lbrepro.core.packing).
+EVENTS_PER_SECOND = 1.6e7
+
+
 @njit(cache=True)
 def _exponential(state, rate):
     """An exponential time of the given rate from the kernel's stream (first arrival)."""

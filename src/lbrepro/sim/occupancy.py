@@ -109,6 +109,12 @@ _MAX_N = 2**32 - 1
 _run = run_kernel
 
 
+# Typical events per second on one core (SQ(d), d ≤ 5, N ≤ 10⁴; larger d and N are slower),
+# from the full run's benchmark files on a 2-core VM. Only an estimate: cheap points share a
+# job by it (lbrepro.core.packing).
+EVENTS_PER_SECOND = 2.5e7
+
+
 def simulate_occupancy(
     *,
     lam: float,

@@ -39,6 +39,11 @@ ROUTE_UNIFORM = 1
 ROUTE_TABLE = 2
 
 
+# Typical slots per second on one core (2–3 servers), from the full run's benchmark files on a
+# 2-core VM. Only an estimate: cheap points share a job by it (lbrepro.core.packing).
+EVENTS_PER_SECOND = 4.0e6
+
+
 @njit(cache=True)
 def binomial_departures(state, n, q, d):
     """Departures of one server in one slot: Bin(min(d, n), q/min(d, n)) by inverse transform."""

@@ -15,12 +15,13 @@ from lbrepro.artifacts.registry import Rows
 from lbrepro.core.claims import Claim, make_claim
 from lbrepro.core.ids import add_point, num
 from lbrepro.core.io import select
+from lbrepro.core.packing import simulation_seconds
 from lbrepro.core.stats import batch_means_ci
 from lbrepro.core.verdicts import EmptyComparisonError, Verdict, estimate, within
 from lbrepro.models import affinity as model
 from lbrepro.models import supermarket
 from lbrepro.plotting.style import METHOD_STYLE, color, new_figure
-from lbrepro.sim.affinity import simulate_affinity
+from lbrepro.sim.affinity import EVENTS_PER_SECOND, simulate_affinity
 
 PERF_KEYS = (
     "cm_wait_jobs",
@@ -56,6 +57,13 @@ def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         }
         add_point(pts, f"sim-lam{num(lam)}", params, "lam_sim")
     return pts
+
+
+def cost(p: Mapping[str, Any]) -> float:
+    """Estimated seconds of a point: the formula grid costs its start-up, a simulation its
+    arrivals and departures, 2λN per unit time."""
+    events = 2 * p["lam"] * p["N"] * p["horizon"] if p["kind"] == "sim" else 0.0
+    return simulation_seconds(events, EVENTS_PER_SECOND)
 
 
 def _cm_batch_measures(sim: Any) -> dict[str, np.ndarray]:

@@ -10,6 +10,7 @@ import numpy as np
 from lbrepro.artifacts.affinity.config_checks import service_rates
 from lbrepro.artifacts.affinity.performance import (
     compute,
+    cost,
     formula_values,
     loads_above_mu2,
     plot_panels,
@@ -149,6 +150,7 @@ ARTIFACT = Artifact(
     ),
     methods=("CF", "SIM"),
     points=points,
+    cost=cost,
     compute=compute,
     check=check,
     plot=plot,

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from lbrepro.artifacts.affinity.performance import (
     compute,
+    cost,
     formula_values,
     loads_above_mu2,
     plot_panels,
@@ -112,6 +113,7 @@ ARTIFACT = Artifact(
     ),
     methods=("CF", "SIM"),
     points=points,
+    cost=cost,
     compute=compute,
     check=check,
     plot=plot,

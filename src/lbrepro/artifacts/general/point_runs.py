@@ -13,8 +13,10 @@ import numpy as np
 from lbrepro.artifacts.general.config_checks import point_id_fragment
 from lbrepro.artifacts.registry import Rows
 from lbrepro.core.ids import add_point, num
+from lbrepro.core.packing import simulation_seconds
 from lbrepro.models import general as model
 from lbrepro.models import service
+from lbrepro.sim.general_service import EVENTS_PER_SECOND
 
 #: The second run of a limit test has N / LIMIT_RATIO servers.
 LIMIT_RATIO = 4
@@ -35,6 +37,11 @@ def load_sweep_points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
             params = {"dist": spec, "rho": rho, "kmax": 6} | {k: cfg[k] for k in keep}
             add_point(points, f"{point_id_fragment(spec)}-rho{num(rho)}", params, "dists, rho")
     return points
+
+
+def load_sweep_cost(p: Mapping[str, Any]) -> float:
+    """Estimated seconds of a load-sweep point: arrivals and departures, 2ρN per unit time."""
+    return simulation_seconds(2 * p["rho"] * p["N"] * p["horizon"], EVENTS_PER_SECOND)
 
 
 def sim_rows(sim: Any, seed: np.random.SeedSequence, kmax: int, base: dict[str, Any]) -> Rows:

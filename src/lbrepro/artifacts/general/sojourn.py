@@ -16,6 +16,7 @@ from lbrepro.artifacts.general.comparisons import (
 from lbrepro.artifacts.general.config_checks import check_load_sweep
 from lbrepro.artifacts.general.point_runs import (
     PH_NOTE,
+    load_sweep_cost,
     load_sweep_points,
     main_rows,
     point_rows_with_limit_run,
@@ -153,6 +154,7 @@ ARTIFACT = Artifact(
     ),
     methods=("CF", "MF", "SIM"),
     points=load_sweep_points,
+    cost=load_sweep_cost,
     compute=point_rows_with_limit_run,
     check=check,
     plot=plot,

@@ -12,6 +12,7 @@ from lbrepro.artifacts.hetero.configuration import (
     check_control_load,
     check_load,
     named_systems,
+    simulation_cost,
     system_from_spec,
     validate_systems,
 )
@@ -222,6 +223,7 @@ ARTIFACT = Artifact(
     caption="Relative error of the mean-field and refined mean-field E[T] against simulation.",
     methods=("MF", "RMF", "SIM"),
     points=points,
+    cost=simulation_cost,
     compute=compute,
     check=check,
     summary=summary,

@@ -11,6 +11,7 @@ import numpy as np
 from lbrepro.artifacts.hetero.configuration import (
     check_load,
     named_systems,
+    simulation_cost,
     system_from_spec,
     validate_systems,
 )
@@ -236,6 +237,7 @@ ARTIFACT = Artifact(
     ),
     methods=("SIM",),
     points=points,
+    cost=simulation_cost,
     compute=compute,
     check=check,
     plot=plot,

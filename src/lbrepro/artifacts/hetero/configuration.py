@@ -12,11 +12,16 @@ from typing import Any
 
 from lbrepro.core.args import run_length
 from lbrepro.core.errors import ConfigError
+from lbrepro.core.packing import simulation_seconds
 from lbrepro.models import hetero as model
+from lbrepro.sim.occupancy import EVENTS_PER_SECOND
 from lbrepro.sim.occupancy_routing import server_counts
 
 #: The neighbouring load of the controls: a prediction there (ρ − this) must be rejected.
 NEIGHBOUR_DRHO = 0.05
+#: Static random routing leaves the d = 1 queues long (many occupied levels per event): its
+#: runs took 4–8× those of the schemes in the full run's benchmark files.
+RANDOM_ROUTING_SLOWDOWN = 6.0
 
 
 def system_from_spec(spec: Mapping[str, Any]) -> model.System:
@@ -98,3 +103,17 @@ def validate_systems(key: str, cfg: Mapping[str, Any]) -> None:
             raise ConfigError(f"{key}.systems[{i}].{field}", message) from None
     if "N" in cfg:
         _validate_simulation(key, cfg)
+
+
+def simulation_cost(p: Mapping[str, Any]) -> float:
+    """Estimated seconds of a point that simulates one (system, policy, ρ, N, horizon):
+    arrivals and departures, 2λN per unit time with λ = ρΣγC; a point without a
+    simulation (a mean-field sweep) costs its start-up only."""
+    if "horizon" not in p:
+        return simulation_seconds(0.0, EVENTS_PER_SECOND)
+    spec = p["spec"]
+    capacity = sum(g * c for g, c in zip(spec["gamma"], spec["C"], strict=True))
+    events = 2 * p["rho"] * capacity * p["N"] * p["horizon"]
+    if p.get("policy") == "random":
+        events *= RANDOM_ROUTING_SLOWDOWN
+    return simulation_seconds(events, EVENTS_PER_SECOND)

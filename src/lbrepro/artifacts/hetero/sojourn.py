@@ -13,6 +13,7 @@ import numpy as np
 from lbrepro.artifacts.hetero.configuration import (
     check_load,
     named_systems,
+    simulation_cost,
     system_from_spec,
     validate_systems,
 )
@@ -371,6 +372,7 @@ ARTIFACT = Artifact(
     ),
     methods=("MF", "SIM"),
     points=points,
+    cost=simulation_cost,
     compute=compute,
     check=check,
     plot=plot,

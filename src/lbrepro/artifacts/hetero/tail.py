@@ -14,6 +14,7 @@ from lbrepro.artifacts.hetero.configuration import (
     check_control_load,
     check_load,
     named_systems,
+    simulation_cost,
     system_from_spec,
     validate_systems,
 )
@@ -349,6 +350,7 @@ ARTIFACT = Artifact(
     ),
     methods=("MF", "SIM"),
     points=points,
+    cost=simulation_cost,
     compute=compute,
     check=check,
     plot=plot,

@@ -19,6 +19,7 @@ from lbrepro.core.claims import Claim, make_claim
 from lbrepro.core.errors import ConfigError
 from lbrepro.core.ids import add_point, num
 from lbrepro.core.io import select
+from lbrepro.core.packing import simulation_seconds
 from lbrepro.core.stats import Estimate
 from lbrepro.core.tail_verdicts import (
     geometric_control,
@@ -30,6 +31,7 @@ from lbrepro.core.tail_verdicts import (
 from lbrepro.core.verdicts import Verdict, estimate, fit_slope, within
 from lbrepro.models import supermarket as model
 from lbrepro.plotting.style import METHOD_STYLE, color, new_figure
+from lbrepro.sim.occupancy import EVENTS_PER_SECOND
 
 #: Levels compared with a reference: u_1 .. u_KMAX.
 KMAX = 4
@@ -321,6 +323,11 @@ def summary(rows: Rows) -> Rows:
     return out
 
 
+def cost(p: Mapping[str, Any]) -> float:
+    """Estimated seconds of a point: arrivals and departures, 2ρN per unit time."""
+    return simulation_seconds(2 * p["rho"] * p["N"] * p["horizon"], EVENTS_PER_SECOND)
+
+
 ARTIFACT = Artifact(
     id="supermarket-tail",
     slug="supermarket",
@@ -335,6 +342,7 @@ ARTIFACT = Artifact(
     ),
     methods=("CF", "MF", "SIM"),
     points=points,
+    cost=cost,
     compute=compute,
     check=check,
     plot=plot,

@@ -22,7 +22,7 @@ from lbrepro.artifacts.universality.families import (
     validate_families,
 )
 from lbrepro.artifacts.universality.replications import pool_replications, replications_needed
-from lbrepro.artifacts.universality.simulation import sim_rows
+from lbrepro.artifacts.universality.simulation import sim_rows, simulation_cost
 from lbrepro.core.claims import Claim, consistency, make_claim
 from lbrepro.core.errors import ConfigError
 from lbrepro.core.ids import add_point
@@ -423,6 +423,13 @@ def summary(rows: Rows) -> Rows:
     return out
 
 
+def cost(p: Mapping[str, Any]) -> float:
+    """Estimated seconds of a simulation point (the SDE point: unknown, a job of its own)."""
+    if "N" not in p:
+        return math.inf
+    return simulation_cost(events_per_time(p["N"], p["beta"]), p)
+
+
 ARTIFACT = Artifact(
     id="universality-diffusion",
     slug="universality",
@@ -437,6 +444,7 @@ ARTIFACT = Artifact(
     ),
     methods=("SIM",),
     points=points,
+    cost=cost,
     compute=compute,
     check=check,
     plot=plot,

@@ -20,7 +20,7 @@ from lbrepro.artifacts.universality.families import (
     sim_series,
     validate_families,
 )
-from lbrepro.artifacts.universality.simulation import sim_rows
+from lbrepro.artifacts.universality.simulation import load_cost, sim_rows
 from lbrepro.core.claims import Claim, make_claim
 from lbrepro.core.errors import ConfigError
 from lbrepro.core.ids import add_point
@@ -278,6 +278,7 @@ ARTIFACT = Artifact(
     ),
     methods=("MF", "SIM"),
     points=points,
+    cost=load_cost,
     compute=compute,
     check=check,
     plot=plot,

@@ -2,13 +2,35 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from lbrepro.artifacts.registry import Rows
+from lbrepro.core.packing import simulation_seconds
+from lbrepro.sim.occupancy import EVENTS_PER_SECOND
 
 __all__ = ["sim_rows"]
+
+
+# Systems of 10⁴ servers and more ran at about half the kernel's typical rate in the full
+# run's benchmark files (level counts and sampling tables beyond the processor's cache).
+LARGE_N, LARGE_N_SLOWDOWN = 10_000, 2.0
+
+
+def simulation_cost(events_per_time: float, p: Mapping[str, Any]) -> float:
+    """Estimated seconds of a point simulating ``p["horizon"]`` at ``events_per_time``
+    events per unit time on ``p["N"]`` servers."""
+    events = events_per_time * p["horizon"]
+    if p["N"] >= LARGE_N:
+        events *= LARGE_N_SLOWDOWN
+    return simulation_seconds(events, EVENTS_PER_SECOND)
+
+
+def load_cost(p: Mapping[str, Any]) -> float:
+    """Estimated seconds of a point at load ``p["lam"]``: 2λN events per unit time."""
+    return simulation_cost(2 * p["lam"] * p["N"], p)
 
 
 def sim_rows(sim: Any, seed: np.random.SeedSequence, scale: float = 1.0, **extra: Any) -> Rows:

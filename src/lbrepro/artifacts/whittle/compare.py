@@ -30,9 +30,11 @@ from lbrepro.artifacts.whittle.policy_comparison import (
 )
 from lbrepro.core.claims import Claim, make_claim
 from lbrepro.core.io import select
+from lbrepro.core.packing import simulation_seconds
 from lbrepro.core.verdicts import EmptyComparisonError, estimate, within
 from lbrepro.models import whittle_policies as pol
 from lbrepro.plotting.style import color, new_figure
+from lbrepro.sim.slotted_lps import EVENTS_PER_SECOND
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure  # annotations only: compute jobs skip matplotlib
@@ -153,6 +155,11 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Figure:
     return fig
 
 
+def cost(p: Mapping[str, Any]) -> float:
+    """Estimated seconds of a point: its exact costs, then ``slots`` slots per policy."""
+    return simulation_seconds(p["slots"], EVENTS_PER_SECOND)
+
+
 ARTIFACT = Artifact(
     id="whittle-compare",
     slug="whittle",
@@ -167,6 +174,7 @@ ARTIFACT = Artifact(
     ),
     methods=("MDP", "SIM"),
     points=points,
+    cost=cost,
     compute=compute,
     check=check,
     plot=plot,

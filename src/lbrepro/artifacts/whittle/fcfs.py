@@ -20,6 +20,7 @@ from lbrepro.core.claims import Claim, close, consistency, make_claim
 from lbrepro.core.errors import ConfigError
 from lbrepro.core.ids import add_point, num
 from lbrepro.core.io import select
+from lbrepro.core.packing import startup_cost
 from lbrepro.core.verdicts import EmptyComparisonError
 from lbrepro.models import whittle as model
 
@@ -168,6 +169,7 @@ ARTIFACT = Artifact(
     ),
     methods=("CF", "MDP"),
     points=points,
+    cost=startup_cost,
     compute=compute,
     check=check,
     summary=summary,

@@ -29,6 +29,7 @@ from lbrepro.artifacts.whittle.policy_comparison import (
     validate_scenarios,
 )
 from lbrepro.core.claims import Claim, make_claim
+from lbrepro.core.packing import startup_cost
 from lbrepro.core.verdicts import EmptyComparisonError, Verdict
 from lbrepro.models import whittle_policies as pol
 
@@ -121,6 +122,7 @@ ARTIFACT = Artifact(
     ),
     methods=("MDP",),
     points=points,
+    cost=startup_cost,
     compute=compute,
     check=check,
     summary=summary_gaps,

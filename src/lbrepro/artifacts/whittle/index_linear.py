@@ -30,6 +30,7 @@ from lbrepro.artifacts.whittle.index_curves import (
 )
 from lbrepro.core.claims import Claim, make_claim
 from lbrepro.core.io import select
+from lbrepro.core.packing import startup_cost
 from lbrepro.core.verdicts import EmptyComparisonError, Verdict
 from lbrepro.plotting.style import METHOD_STYLE, color, new_figure
 
@@ -176,6 +177,7 @@ ARTIFACT = Artifact(
     ),
     methods=("MDP", "CF"),
     points=points,
+    cost=startup_cost,
     compute=compute_index,
     check=check,
     plot=plot,

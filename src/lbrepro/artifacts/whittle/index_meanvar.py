@@ -25,6 +25,7 @@ from lbrepro.artifacts.whittle.index_curves import (
 )
 from lbrepro.core.claims import Claim, make_claim
 from lbrepro.core.io import select
+from lbrepro.core.packing import startup_cost
 from lbrepro.plotting.style import color, new_figure
 
 if TYPE_CHECKING:
@@ -115,6 +116,7 @@ ARTIFACT = Artifact(
     ),
     methods=("MDP",),
     points=points,
+    cost=startup_cost,
     compute=compute_index,
     check=check,
     plot=plot,

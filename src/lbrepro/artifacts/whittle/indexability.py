@@ -17,6 +17,7 @@ from lbrepro.artifacts.whittle.reconstructions import RECON_COSTS, RECON_EVENTS
 from lbrepro.core.claims import Claim, make_claim
 from lbrepro.core.ids import add_point, num
 from lbrepro.core.io import select
+from lbrepro.core.packing import startup_cost
 from lbrepro.core.verdicts import EmptyComparisonError, Verdict
 from lbrepro.models import whittle as model
 
@@ -173,6 +174,7 @@ ARTIFACT = Artifact(
     ),
     methods=("MDP",),
     points=points,
+    cost=startup_cost,
     compute=compute,
     check=check,
     summary=summary,

@@ -1,4 +1,4 @@
-"""Snakemake edge of rule compute_point: see lbrepro.pipeline.compute_point."""
+"""Snakemake edge of rule compute_points: see lbrepro.pipeline.compute_points."""
 
 import os
 
@@ -8,12 +8,12 @@ import os
 for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(var, str(snakemake.threads))
 
-from lbrepro.pipeline import compute_point, logging_to  # noqa: E402
+from lbrepro.pipeline import compute_points, logging_to  # noqa: E402
 
 with logging_to(snakemake.log[0]):
-    compute_point(
+    compute_points(
         snakemake.config,
         snakemake.wildcards.artifact,
-        snakemake.wildcards.point,
+        list(snakemake.params.job["points"]),
         snakemake.output[0],
     )
