@@ -9,9 +9,16 @@ Usage, from the repository root with the virtual environment active::
 A run happens in a fresh working directory (``--workdir``, default a temporary one) with the
 repository's Snakefile and config, so nothing cached from an earlier run is reused. Wall time is
 measured around ``snakemake``; job times come from the ``benchmark:`` file every rule writes
-(wall seconds ``s`` and ``cpu_time``). Printed and written to ``bench/pipeline_timings.json``
+(wall seconds ``s`` and ``cpu_time``; Snakemake samples a job's CPU time once a second for
+its first 30 s, then every 30 s, and misses the last stretch, so ``cpu_time`` is a lower
+bound: a 35 s job can show 14 CPU-s; job-seconds are the measure). Printed and written to ``bench/pipeline_timings.json``
 (``--out``): wall time, job count, job-seconds and CPU-seconds in total, per paper and per
 artifact, and the longest jobs (the end of the critical path).
+
+Run times differ between machines of the same nominal size (the same work took 34 minutes on one
+2-core machine and 16 on another), so the summary also states the machine's speed: the
+occupancy kernel's events per second on a fixed workload (N = 1000, λ = 0.9, d = 2), measured
+for a second after the run. A run time scales roughly with its inverse.
 """
 
 from __future__ import annotations
@@ -33,6 +40,15 @@ sys.path.insert(0, str(REPO / "src"))
 
 from lbrepro.artifacts import registry  # noqa: E402
 from lbrepro.report.runtimes import read_benchmark  # noqa: E402
+
+
+def kernel_speed() -> float:
+    """Events per second of the occupancy kernel on the fixed workload, after a warm-up call."""
+    from lbrepro.sim.occupancy import simulate_occupancy
+
+    simulate_occupancy(lam=0.9, N=10, d=2, horizon=2.0, warmup=1.0, seed=1)
+    run = simulate_occupancy(lam=0.9, N=1000, d=2, horizon=20000, warmup=1000, seed=12345)
+    return float(run.events_per_second)
 
 
 def run_pipeline(workdir: Path, cores: int, quick: bool) -> float:
@@ -71,7 +87,9 @@ def job_times(workdir: Path) -> list[dict[str, Any]]:
     return jobs
 
 
-def summarise(jobs: list[dict[str, Any]], wall: float | None, cores: int | None) -> dict[str, Any]:
+def summarise(
+    jobs: list[dict[str, Any]], wall: float | None, cores: int | None, speed: float | None = None
+) -> dict[str, Any]:
     """Totals, per-paper and per-artifact sums, and the ten longest jobs."""
     by_paper: dict[str, dict[str, float]] = defaultdict(lambda: {"jobs": 0, "s": 0.0, "cpu": 0.0})
     by_artifact: dict[str, dict[str, float]] = defaultdict(
@@ -87,7 +105,13 @@ def summarise(jobs: list[dict[str, Any]], wall: float | None, cores: int | None)
             by_artifact[j["artifact"] or j["paper"]]["longest"], j["s"]
         )
     return {
-        "machine": {"cores": cores, "cpu_count": os.cpu_count(), "platform": platform.platform()},
+        "machine": {
+            "cores": cores,
+            "cpu_count": os.cpu_count(),
+            "platform": platform.platform(),
+            "processor": _processor(),
+            "occupancy_events_per_second": speed,
+        },
         "wall_s": wall,
         "jobs": len(jobs),
         "job_s": sum(j["s"] for j in jobs),
@@ -99,8 +123,25 @@ def summarise(jobs: list[dict[str, Any]], wall: float | None, cores: int | None)
     }
 
 
+def _processor() -> str:
+    """The processor's model name (Linux), else what ``platform`` says."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
 def show(summary: dict[str, Any]) -> None:
     """Print the summary as tables."""
+    machine = summary["machine"]
+    if machine.get("occupancy_events_per_second"):
+        print(
+            f"machine: {machine['processor']}, {machine['cpu_count']} cores; occupancy kernel "
+            f"{machine['occupancy_events_per_second'] / 1e6:.1f} M events/s (N = 1000, d = 2)"
+        )
     wall = summary["wall_s"]
     head = f"wall {wall / 60:.1f} min, " if wall else ""
     print(
@@ -130,11 +171,12 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "pipeline_timings.json")
     args = parser.parse_args()
     if args.summarise:
-        workdir, wall, cores = args.summarise, args.wall, None
+        workdir, wall, cores, speed = args.summarise, args.wall, None, None
     else:
         workdir = args.workdir or Path(tempfile.mkdtemp(prefix="lbrepro-bench-"))
         wall, cores = run_pipeline(workdir, args.cores, args.quick), args.cores
-    summary = summarise(job_times(workdir), wall, cores)
+        speed = kernel_speed()  # after the run, which starts with numba's cache cold
+    summary = summarise(job_times(workdir), wall, cores, speed)
     summary["profile"] = "quick" if args.quick else "default"
     summary["workdir"] = str(workdir)
     show(summary)
