@@ -61,11 +61,6 @@ def test_points_of_one_artifact_use_independent_streams(tmp_path, quick):
     assert outs[0] != outs[1]
 
 
-def test_unknown_point_is_named(quick):
-    with pytest.raises(KeyError, match="nosuchpoint"):
-        pipeline.point_params(quick, "supermarket-tail", "nosuchpoint")
-
-
 # Imports a compute job does not need: each costs every one of the ~260 jobs of a full run
 # (scipy.stats 0.6 s; matplotlib.pyplot 0.7 s, only the plot jobs draw).
 HEAVY = ("scipy.stats", "matplotlib", "jsonschema", "jinja2")

@@ -71,14 +71,6 @@ def points(config: Mapping[str, Any], artifact_id: str) -> dict[str, dict[str, A
     return table
 
 
-def point_params(config: Mapping[str, Any], artifact_id: str, point_id: str) -> dict[str, Any]:
-    """The parameters of one point; KeyError names the artifact and the unknown point."""
-    table = points(config, artifact_id)
-    if point_id not in table:
-        raise KeyError(f"{artifact_id}: unknown point {point_id!r}")
-    return table[point_id]
-
-
 def jobs(config: Mapping[str, Any], artifact_id: str) -> dict[str, list[str]]:
     """The artifact's jobs, job id → the point ids it computes (see lbrepro.core.packing).
 
