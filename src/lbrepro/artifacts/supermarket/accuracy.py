@@ -13,16 +13,19 @@ import numpy as np
 from scipy import optimize
 
 from lbrepro.artifacts.registry import Artifact, Rows
-from lbrepro.artifacts.supermarket.simulation import check_stable, mean_jobs_row, simulate_point
+from lbrepro.artifacts.supermarket.simulation import (
+    check_stable,
+    mean_jobs_row,
+    simulate_point,
+    simulation_cost,
+)
 from lbrepro.core.claims import Claim, make_claim
 from lbrepro.core.ids import add_point, num
 from lbrepro.core.io import select
-from lbrepro.core.packing import simulation_seconds
 from lbrepro.core.stats import Estimate
 from lbrepro.core.verdicts import Z95, EmptyComparisonError, Verdict, better
 from lbrepro.models import supermarket as model
 from lbrepro.plotting.style import METHOD_STYLE, color, new_figure
-from lbrepro.sim.occupancy import EVENTS_PER_SECOND
 
 
 def validate(cfg: Mapping[str, Any]) -> None:
@@ -341,11 +344,6 @@ def summary(rows: Rows) -> Rows:
     return out
 
 
-def cost(p: Mapping[str, Any]) -> float:
-    """Estimated seconds of a point: arrivals and departures, 2ρN per unit time."""
-    return simulation_seconds(2 * p["rho"] * p["N"] * p["horizon"], EVENTS_PER_SECOND)
-
-
 ARTIFACT = Artifact(
     id="supermarket-accuracy",
     slug="supermarket",
@@ -359,7 +357,7 @@ ARTIFACT = Artifact(
     ),
     methods=("MF", "RMF", "SIM"),
     points=points,
-    cost=cost,
+    cost=simulation_cost,
     compute=compute,
     check=check,
     plot=plot,

@@ -14,12 +14,16 @@ from typing import Any
 import numpy as np
 
 from lbrepro.artifacts.registry import Artifact, Rows
-from lbrepro.artifacts.supermarket.simulation import check_stable, mean_jobs_row, simulate_point
+from lbrepro.artifacts.supermarket.simulation import (
+    check_stable,
+    mean_jobs_row,
+    simulate_point,
+    simulation_cost,
+)
 from lbrepro.core.claims import Claim, make_claim
 from lbrepro.core.errors import ConfigError
 from lbrepro.core.ids import add_point, num
 from lbrepro.core.io import select
-from lbrepro.core.packing import simulation_seconds
 from lbrepro.core.stats import Estimate
 from lbrepro.core.tail_verdicts import (
     geometric_control,
@@ -31,7 +35,6 @@ from lbrepro.core.tail_verdicts import (
 from lbrepro.core.verdicts import Verdict, estimate, fit_slope, within
 from lbrepro.models import supermarket as model
 from lbrepro.plotting.style import METHOD_STYLE, color, new_figure
-from lbrepro.sim.occupancy import EVENTS_PER_SECOND
 
 #: Levels compared with a reference: u_1 .. u_KMAX.
 KMAX = 4
@@ -323,20 +326,6 @@ def summary(rows: Rows) -> Rows:
     return out
 
 
-# At d = 1 the servers are independent M/M/1 queues, whose relaxation time 1/(1 − √ρ)²
-# outlasts the horizon at high load: the run doubles twice (4× a d = 2 run in the full run's
-# benchmark files).
-SINGLE_CHOICE_SLOWDOWN = 4.0
-
-
-def cost(p: Mapping[str, Any]) -> float:
-    """Estimated seconds of a point: arrivals and departures, 2ρN per unit time."""
-    events = 2 * p["rho"] * p["N"] * p["horizon"]
-    if p["d"] == 1:
-        events *= SINGLE_CHOICE_SLOWDOWN
-    return simulation_seconds(events, EVENTS_PER_SECOND)
-
-
 ARTIFACT = Artifact(
     id="supermarket-tail",
     slug="supermarket",
@@ -351,7 +340,7 @@ ARTIFACT = Artifact(
     ),
     methods=("CF", "MF", "SIM"),
     points=points,
-    cost=cost,
+    cost=simulation_cost,
     compute=compute,
     check=check,
     plot=plot,
