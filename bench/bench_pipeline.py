@@ -11,9 +11,9 @@ repository's Snakefile and config, so nothing cached from an earlier run is reus
 measured around ``snakemake``; job times come from the ``benchmark:`` file every rule writes
 (wall seconds ``s`` and ``cpu_time``; Snakemake samples a job's CPU time once a second for
 its first 30 s, then every 30 s, and misses the last stretch, so ``cpu_time`` is a lower
-bound: a 35 s job can show 14 CPU-s; job-seconds are the measure). Printed and written to ``bench/pipeline_timings.json``
-(``--out``): wall time, job count, job-seconds and CPU-seconds in total, per paper and per
-artifact, and the longest jobs (the end of the critical path).
+bound: a 35 s job can show 14 CPU-s; job-seconds are the measure). Printed and written to
+``bench/pipeline_timings.json`` (``--out``): wall time, job count, job-seconds and CPU-seconds
+in total, per paper and per artifact, and the longest jobs (the end of the critical path).
 
 Run times differ between machines of the same nominal size (the same work took 34 minutes on one
 2-core machine and 16 on another), so the summary also states the machine's speed: the
