@@ -78,25 +78,31 @@ def jobs(config: Mapping[str, Any], artifact_id: str) -> dict[str, list[str]]:
     that many estimated seconds; the others, and every point of an artifact that declares no
     cost estimate, are a job each (so is every point when ``job_seconds`` is 0).
     """
-    table = points(config, artifact_id)
-    artifact = registry.get(artifact_id)
-    budget = float(config.get("simulation", {}).get("job_seconds", 0))
-    cost = artifact.cost
-    try:
-        return pack_points(
-            {p: (None if cost is None else cost(params)) for p, params in table.items()}, budget
-        )
-    except ValueError as err:
-        raise ConfigError(f"{artifact_id}.points", str(err)) from None
+    return _packed(config, artifact_id)[1]
 
 
 def job_params(config: Mapping[str, Any], artifact_id: str, job_id: str) -> dict[str, Any]:
     """The parameters of a job's points (point id → parameters); KeyError names an unknown job."""
-    table = points(config, artifact_id)
-    packed = jobs(config, artifact_id)
+    table, packed = _packed(config, artifact_id)
     if job_id not in packed:
         raise KeyError(f"{artifact_id}: unknown job {job_id!r}")
     return {p: table[p] for p in packed[job_id]}
+
+
+def _packed(
+    config: Mapping[str, Any], artifact_id: str
+) -> tuple[dict[str, dict[str, Any]], dict[str, list[str]]]:
+    """The artifact's points and the jobs they are packed into, from one call of ``points``."""
+    table = points(config, artifact_id)
+    cost = registry.get(artifact_id).cost
+    budget = float(config.get("simulation", {}).get("job_seconds", 0))
+    try:
+        packed = pack_points(
+            {p: (None if cost is None else cost(params)) for p, params in table.items()}, budget
+        )
+    except ValueError as err:
+        raise ConfigError(f"{artifact_id}.points", str(err)) from None
+    return table, packed
 
 
 def compute_points(

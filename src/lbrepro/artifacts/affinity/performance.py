@@ -59,11 +59,14 @@ def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return pts
 
 
+def simulation_cost(p: Mapping[str, Any]) -> float:
+    """Estimated seconds of a simulation point: arrivals and departures, 2λN per unit time."""
+    return simulation_seconds(2 * p["lam"] * p["N"] * p["horizon"], EVENTS_PER_SECOND)
+
+
 def cost(p: Mapping[str, Any]) -> float:
-    """Estimated seconds of a point: the formula grid costs its start-up, a simulation its
-    arrivals and departures, 2λN per unit time."""
-    events = 2 * p["lam"] * p["N"] * p["horizon"] if p["kind"] == "sim" else 0.0
-    return simulation_seconds(events, EVENTS_PER_SECOND)
+    """Estimated seconds of a point: the formula grid costs its start-up only."""
+    return simulation_cost(p) if p["kind"] == "sim" else simulation_seconds(0.0, EVENTS_PER_SECOND)
 
 
 def _cm_batch_measures(sim: Any) -> dict[str, np.ndarray]:

@@ -9,6 +9,7 @@ import numpy as np
 
 from lbrepro.artifacts.affinity.config_checks import check_loads_and_d1, service_rates
 from lbrepro.artifacts.affinity.judging import LAM_SHIFT, extrapolate_to_infinity
+from lbrepro.artifacts.affinity.performance import simulation_cost
 from lbrepro.artifacts.affinity.reconstructions import (
     ASSIGNMENT_NOTE,
     EXTRAPOLATION_NOTE,
@@ -21,12 +22,11 @@ from lbrepro.core.claims import Claim, close, make_claim
 from lbrepro.core.errors import ConfigError
 from lbrepro.core.ids import add_point
 from lbrepro.core.io import select
-from lbrepro.core.packing import simulation_seconds
 from lbrepro.core.stats import batch_means_ci
 from lbrepro.core.verdicts import EmptyComparisonError, Verdict, estimate, within
 from lbrepro.models import affinity as model
 from lbrepro.plotting.style import METHOD_STYLE, color, new_figure
-from lbrepro.sim.affinity import EVENTS_PER_SECOND, simulate_affinity
+from lbrepro.sim.affinity import simulate_affinity
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -364,11 +364,6 @@ def summary(rows: Rows) -> Rows:
     return out
 
 
-def cost(p: Mapping[str, Any]) -> float:
-    """Estimated seconds of a point: arrivals and departures, 2λN per unit time."""
-    return simulation_seconds(2 * p["lam"] * p["N"] * p["horizon"], EVENTS_PER_SECOND)
-
-
 ARTIFACT = Artifact(
     id="affinity-sim-vs-fluid",
     slug=SLUG,
@@ -382,7 +377,7 @@ ARTIFACT = Artifact(
     ),
     methods=("MF", "SIM"),
     points=points,
-    cost=cost,
+    cost=simulation_cost,
     compute=compute,
     check=check,
     plot=plot,
