@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,8 +43,10 @@ class Paper:
     authors: str
     citation: str
     summary: str
-    seed_file: str = ""
     artifacts: tuple[Artifact, ...] = ()
+    #: Root causes shared by several failing claims: finding id → what it is, with numbers.
+    #: A claim names its root cause in ``Claim.finding``; the report lists each once.
+    findings: Mapping[str, str] = field(default_factory=dict)
     # Position in the report (smaller first); papers with equal order sort by slug.
     order: int = 100
 
