@@ -615,3 +615,8 @@ def slope_in(
         details=f"least squares: {what} {fit.slope:.4g} ± {fit.se:.2g}, "
         f"intercept {fit.intercept:.4g}",
     )
+
+
+def within(*args: Any, **kwargs: Any) -> Verdict:  # pragma: no cover - removed before release
+    """Retired: a reference inside an interval is not agreement. Use :func:`agrees`."""
+    raise NotImplementedError("within() is retired: judge agreement with agrees(margin=...)")

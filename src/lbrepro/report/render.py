@@ -21,7 +21,7 @@ import jinja2
 
 from lbrepro.artifacts import registry
 from lbrepro.artifacts.registry import Artifact, Paper
-from lbrepro.core.claims import CONSISTENCY, INCONCLUSIVE, claim_status
+from lbrepro.core.claims import CONSISTENCY, UNDECIDED as INCONCLUSIVE, claim_status
 from lbrepro.core.io import read_json, read_table
 from lbrepro.report.provenance import provenance
 from lbrepro.report.runtimes import aggregate, read_benchmarks
