@@ -24,7 +24,7 @@ from lbrepro.core.claims import Claim
 
 Rows = list[dict[str, Any]]
 
-# File layout of the data contract (../shared/spec/README.md); Snakemake rules use these too.
+# File layout of the data contract (README.md, "Outputs"); Snakemake rules use these too.
 TABLE = "results/{slug}/{artifact}.csv"
 CHECKS = "results/{slug}/{artifact}.checks.json"
 # One job's table: the rows of the points it computed (lbrepro.core.packing names jobs).

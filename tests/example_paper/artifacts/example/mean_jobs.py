@@ -10,6 +10,7 @@ import numpy as np
 from lbrepro.artifacts.registry import Artifact
 from lbrepro.core.claims import Claim, make_claim
 from lbrepro.core.errors import ConfigError
+from lbrepro.core.ids import add_point, num
 from lbrepro.core.verdicts import AGREEMENT, agreement_margin, agrees, estimate
 from lbrepro.models import random_routing as model
 from lbrepro.plotting.style import new_figure
@@ -36,7 +37,11 @@ def validate(cfg: Mapping[str, Any]) -> None:
 def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """One job per load ρ."""
     keys = ("N", "horizon", "warmup", "batches")
-    return {f"rho{rho:g}": {"rho": rho} | {k: cfg[k] for k in keys} for rho in cfg["rho"]}
+    points: dict[str, dict[str, Any]] = {}
+    for rho in cfg["rho"]:
+        # num() writes the shortest exact text ({rho:g} would merge 0.9 and 0.9000001).
+        add_point(points, f"rho{num(rho)}", {"rho": rho} | {k: cfg[k] for k in keys}, "rho")
+    return points
 
 
 def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
@@ -96,7 +101,7 @@ def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
             verdict,
             control=(f"the closed form at the slightly higher loads {loads}", control),
             distance=f"{NEAR_MISS_MARGINS:g} margins above the prediction at every load",
-            runs=[r["point"] if "point" in r else f"rho{r['rho']:g}" for r in sims],
+            runs=[f"rho{num(r['rho'])}" for r in sims],
         )
     ]
 
