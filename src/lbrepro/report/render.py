@@ -1,11 +1,13 @@
 """Render ``report/index.html`` from the registry, the results tree and Jinja2 templates.
 
-The report is the pipeline's front page: every claim with its verdict and numbers, every
-artifact with its figure, parameters and [reconstruction] notes, then provenance and
-runtimes. It reads only files of the data contract, so it renders whatever exists: a figure,
-table or checks file that was not produced shows as a visible "missing" note. Links are
-relative to the report file, so the report folder plus ``figures/`` and ``results/`` open
-offline from disk.
+The report is the pipeline's front page: first, per paper, what holds of its claims
+(reproduced / not reproduced / undecided, failures counted once per finding, one generated
+sentence of conclusion), lbrepro's own checks counted apart; then every artifact with its
+figure, claims, parameters and [reconstruction] notes; then Methods (coverage, seed
+stability), provenance and runtimes. It reads only files of the data contract, so it renders
+whatever exists: a figure, table or checks file that was not produced shows as a visible
+"missing" note. Links are relative to the report file, so the report folder plus
+``figures/`` and ``results/`` open offline from disk.
 """
 
 from __future__ import annotations
@@ -185,7 +187,10 @@ def interval_text(value: Any) -> str:
 
 
 def _margin_text(value: Any) -> str:
-    return f"± {fmt(value)}" if isinstance(value, (int, float)) and value is not None else ""
+    """A margin as "± m" in the claim's units ("" if the test states none)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return ""
+    return f"± {fmt(value)}"
 
 
 def _null(value: Any) -> bool:
