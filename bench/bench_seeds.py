@@ -91,7 +91,8 @@ def markdown(table: Mapping[str, Any]) -> str:
     """The record as markdown: the three targets, one row per seed, the claims that moved."""
     lines = [
         f"seeds {', '.join(map(str, table['seeds']))}: {table['flips']} claims moved between "
-        f"reproduced and not reproduced; undecided {table['undecided_fraction']:.1%} of "
+        f"reproduced and not reproduced ({table['flips_paper']} paper claims); "
+        f"undecided {table['undecided_fraction']:.1%} of "
         f"{table['verdicts']} verdicts; {table['null_statistics']} null statistics",
         "",
         "| seed | verdicts | reproduced | not reproduced | undecided | null |",

@@ -152,7 +152,9 @@ def test_seed_table_counts_flips_undecided_and_nulls(tmp_path: Path) -> None:
     runs[2][("toy-tail", "diag")] = diag
     table = seed_table(runs)
     assert table["seeds"] == [0, 1, 2]
-    assert table["flips"] == 1 and table["moved"] == 3  # edge; null and diag (seed 2 only)
+    assert (
+        table["flips"] == 1 and table["flips_paper"] == 1 and table["moved"] == 3
+    )  # edge; null and diag (seed 2 only)
     rows = {r["claim"]: r for r in table["rows"]}
     assert rows["edge"]["flip"] and not rows["steady"]["flip"] and rows["steady"]["stable"]
     assert rows["edge"]["statuses"] == [REPRODUCED, UNDECIDED, NOT_REPRODUCED]

@@ -359,7 +359,7 @@ def test_per_paper_conclusion_is_generated(html: str) -> None:
     row = block(summary(html), r'<table class="paper-counts wide">(.*?)</table>')
     assert "1 finding" in row and "2 claims" in row
     assert (
-        "1 of 6 paper claims are reproduced; 2 not reproduced, from 1 finding (cf-defect); "
+        "1 of 6 paper claims is reproduced; 2 not reproduced, from 1 finding (cf-defect); "
         "3 undecided (this run cannot tell, 1 of them on an invalid run)." in row
     )
     assert "1 / 2 / 0" in row  # lbrepro's checks in their own column
@@ -377,6 +377,7 @@ def test_conclusion_follows_the_counts() -> None:
     text = conclusion(counts(2, 3, 0, 1), one)
     assert text == "2 of 5 paper claims are reproduced; 3 not reproduced, from 1 finding (formula)."
     assert "1 undecided (this run cannot tell)" in conclusion(counts(1, 0, 1, 0), [])
+    assert conclusion(counts(0, 1, 0, 1), []).startswith("0 of 1 paper claim is reproduced; 1 not")
 
 
 def test_findings_group_claims_under_the_papers_text(html: str) -> None:
@@ -536,6 +537,7 @@ def test_methods_section_shows_seed_stability(tree: FakeTree, tmp_path: Path) ->
         "date": "2026-12-02",
         "seeds": [0, 1, 2],
         "flips": 1,
+        "flips_paper": 0,
         "verdicts": 6,
         "undecided_fraction": 1 / 6,
         "null_statistics": 0,
@@ -551,7 +553,10 @@ def test_methods_section_shows_seed_stability(tree: FakeTree, tmp_path: Path) ->
         r'<section id="methods">(.*?)</section>',
     )
     assert "def5678abc" in methods and "seeds 0, 1, 2" in methods
-    assert "<strong>1</strong> claim moved between reproduced and not reproduced" in methods
+    assert (
+        "<strong>1</strong> claim moved between reproduced and not reproduced (0 of them paper"
+        in methods
+    )
     assert "undecided fraction <strong>0.1667</strong> of 6 verdicts" in methods
     moved = block(methods, r'<table class="wide seed-moved">(.*?)</table>')
     assert "u_9 flips" in moved and "u_5" in moved and "u_1<" not in moved

@@ -159,7 +159,8 @@ def format_diff(diff: Mapping[str, Any], name_a: str = "A", name_b: str = "B") -
 def seed_table(runs: Mapping[Any, Mapping[Key, Mapping[str, Any]]]) -> dict[str, Any]:
     """Per claim, its statuses across runs (one per seed), and the stability counts.
 
-    ``flips``: claims reproduced in one run and not reproduced in another (must be 0);
+    ``flips``: claims reproduced in one run and not reproduced in another (must be 0;
+    ``flips_paper``: those of them that are paper claims);
     ``undecided_fraction``: undecided verdicts over all verdicts of all runs (≤ 10% wanted);
     ``null_statistics``: verdicts without a finite statistic (must be 0). Consistency checks
     and diagnostics are listed but count in none of these.
@@ -205,6 +206,7 @@ def seed_table(runs: Mapping[Any, Mapping[Key, Mapping[str, Any]]]) -> dict[str,
         "claims": len(rows),
         "verdicts": verdicts,
         "flips": sum(r["flip"] for r in rows),
+        "flips_paper": sum(r["flip"] and r["source"] != "lbrepro" for r in rows),
         "moved": sum(not r["stable"] for r in rows),
         "undecided_fraction": undecided / verdicts if verdicts else 0.0,
         "null_statistics": sum(p["null_statistics"] for p in per_seed),

@@ -341,7 +341,8 @@ def conclusion(counts: Mapping[str, Any], findings: Sequence[Mapping[str, Any]])
         )
     if t["reproduced"] == t["verdicts"]:
         return f"All {_plural(t['verdicts'], 'paper claim')} checked are reproduced."
-    parts = [f"{t['reproduced']} of {_plural(t['verdicts'], 'paper claim')} are reproduced"]
+    verb = "is" if 1 in (t["reproduced"], t["verdicts"]) else "are"
+    parts = [f"{t['reproduced']} of {_plural(t['verdicts'], 'paper claim')} {verb} reproduced"]
     if t["not_reproduced"]:
         names = [f["id"] for f in findings if f["paper_failures"]]
         named = f" ({', '.join(names)})" if names else ""
@@ -431,6 +432,7 @@ def seed_stability(path: Path = SEEDS_FILE) -> dict[str, Any] | None:
         "claims": data.get("claims"),
         "verdicts": data.get("verdicts"),
         "flips": data.get("flips"),
+        "flips_paper": data.get("flips_paper"),
         "undecided_fraction": fmt(data.get("undecided_fraction")),
         "null_statistics": data.get("null_statistics"),
         "per_seed": [
