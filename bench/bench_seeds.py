@@ -35,7 +35,7 @@ from typing import Any
 from lbrepro.artifacts import registry
 from lbrepro.config import load_config
 from lbrepro.core.io import write_json
-from lbrepro.report.diff import load_tree, seed_table
+from lbrepro.report.diff import DiffError, load_tree, seed_table
 from lbrepro.report.provenance import git_state
 from lbrepro.report.render import SEEDS_FILE
 
@@ -105,7 +105,8 @@ def markdown(table: Mapping[str, Any]) -> str:
         )
     moved = [r for r in table["rows"] if not r["stable"]]
     if moved:
-        lines += ["", "| artifact | claim | " + " | ".join(f"seed {s}" for s in table["seeds"])]
+        seeds = " | ".join(f"seed {s}" for s in table["seeds"])
+        lines += ["", f"| artifact | claim | {seeds} |"]
         lines.append("|---|---|" + "---|" * len(table["seeds"]))
         for r in sorted(moved, key=lambda r: (not r["flip"], r["artifact"], r["claim"])):
             cells = " | ".join(s or "absent" for s in r["statuses"])
@@ -152,7 +153,11 @@ def main(argv: list[str] | None = None) -> int:
         if not args.tabulate_only:
             runs.append(run_seed(seed, folder, files, args.cores))
             print(f"seed {seed}: exit {runs[-1]['returncode']}, {runs[-1]['seconds']:.0f} s")
-    trees = {seed: load_tree(args.work / f"seed{seed}") for seed in args.seeds}
+    try:
+        trees = {seed: load_tree(args.work / f"seed{seed}") for seed in args.seeds}
+    except DiffError as err:  # a seed that produced no checks at all: see its snakemake.log
+        print(f"bench_seeds: {err}", file=sys.stderr)
+        return 2
     table = seed_table(trees)
     write_json(record(table, runs, argv), args.out)
     text = markdown(table)

@@ -179,4 +179,4 @@ def test_bench_seeds_record_is_what_the_report_shows(
     shown = seed_stability(out)
     assert shown is not None and shown["flips"] == 1 and shown["seeds"] == ["0", "1"]
     assert shown["moved"][0]["statuses"] == [REPRODUCED, NOT_REPRODUCED]
-    assert "| toy-tail | edge **(flip)** | reproduced | not reproduced |" in md.read_text()
+    assert "| toy-tail | edge **(flip)** | reproduced | not reproduced |\n" in md.read_text()

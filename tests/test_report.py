@@ -557,7 +557,7 @@ def test_methods_section_shows_seed_stability(tree: FakeTree, tmp_path: Path) ->
         "<strong>1</strong> claim moved between reproduced and not reproduced (0 of them paper"
         in methods
     )
-    assert "undecided fraction <strong>0.1667</strong> of 6 verdicts" in methods
+    assert "undecided fraction <strong>16.7%</strong> of 6 verdicts" in methods
     moved = block(methods, r'<table class="wide seed-moved">(.*?)</table>')
     assert "u_9 flips" in moved and "u_5" in moved and "u_1<" not in moved
     assert moved.index("u_9 flips") < moved.index("u_5")  # flips first

@@ -26,7 +26,15 @@ from lbrepro.core.claims import (
 from lbrepro.core.errors import LbreproError
 from lbrepro.core.io import read_json
 
-__all__ = ["DiffError", "diff_trees", "format_diff", "load_tree", "results_dir", "seed_table"]
+__all__ = [
+    "DiffError",
+    "diff_trees",
+    "format_diff",
+    "is_null",
+    "load_tree",
+    "results_dir",
+    "seed_table",
+]
 
 #: Statuses of a verdict (the others are consistency checks and diagnostics).
 VERDICT_STATUSES = (REPRODUCED, NOT_REPRODUCED, UNDECIDED)
@@ -79,6 +87,13 @@ def number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return float(value) if math.isfinite(value) else None
+
+
+def is_null(value: Any) -> bool:
+    """A statistic that is missing or not finite (the data contract forbids it in a verdict)."""
+    if value is None or value == "":
+        return True
+    return isinstance(value, float) and not math.isfinite(value)
 
 
 def interval(entry: Mapping[str, Any]) -> tuple[float, float] | None:
@@ -196,7 +211,7 @@ def seed_table(runs: Mapping[Any, Mapping[Key, Mapping[str, Any]]]) -> dict[str,
                 "reproduced": counts[REPRODUCED],
                 "not_reproduced": counts[NOT_REPRODUCED],
                 "undecided": counts[UNDECIDED],
-                "null_statistics": sum(number(r["measured"][i]) is None for r in verdicts),
+                "null_statistics": sum(is_null(r["measured"][i]) for r in verdicts),
             }
         )
     verdicts = sum(p["verdicts"] for p in per_seed)

@@ -31,7 +31,7 @@ from lbrepro.core.claims import (
     UNDECIDED,
 )
 from lbrepro.core.io import read_json, read_table
-from lbrepro.report.diff import VERDICT_STATUSES, status_of
+from lbrepro.report.diff import VERDICT_STATUSES, is_null, status_of
 from lbrepro.report.provenance import provenance
 from lbrepro.report.runtimes import aggregate, read_benchmarks
 
@@ -193,13 +193,6 @@ def _margin_text(value: Any) -> str:
     return f"± {fmt(value)}"
 
 
-def _null(value: Any) -> bool:
-    """A statistic that is missing or not finite (the data contract forbids it in a verdict)."""
-    if value is None or value == "":
-        return True
-    return isinstance(value, float) and not math.isfinite(value)
-
-
 def _test_view(entry: Mapping[str, Any]) -> dict[str, Any]:
     """The numbers of one test (a claim's or its control's), formatted for a table cell."""
     return {
@@ -253,7 +246,7 @@ def _claim_view(entry: Mapping[str, Any]) -> dict[str, Any]:
         "reason": str(entry.get("reason") or "") if status == UNDECIDED else "",
         "invalid": str(entry.get("invalid") or ""),
         "finding": str(entry.get("finding") or ""),
-        "null": verdict and _null(entry.get("measured")),
+        "null": verdict and is_null(entry.get("measured")),
     }
 
 
@@ -411,6 +404,13 @@ def coverage_table(path: Path = COVERAGE_FILE) -> dict[str, Any] | None:
     }
 
 
+def _percent(value: Any) -> str:
+    """A fraction as a percentage with one decimal ("—" if it is no number)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return fmt(value)
+    return f"{value:.1%}"
+
+
 def seed_stability(path: Path = SEEDS_FILE) -> dict[str, Any] | None:
     """The quick profile's verdicts across seeds, if measured (``bench/bench_seeds.py``).
 
@@ -433,7 +433,8 @@ def seed_stability(path: Path = SEEDS_FILE) -> dict[str, Any] | None:
         "verdicts": data.get("verdicts"),
         "flips": data.get("flips"),
         "flips_paper": data.get("flips_paper"),
-        "undecided_fraction": fmt(data.get("undecided_fraction")),
+        "undecided_fraction": _percent(data.get("undecided_fraction")),
+        "dirty": data.get("dirty") is True,
         "null_statistics": data.get("null_statistics"),
         "per_seed": [
             [fmt(p.get(k)) for k in ("seed", "verdicts", "reproduced", "not_reproduced")]
