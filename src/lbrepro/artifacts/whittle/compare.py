@@ -57,7 +57,10 @@ def validate(cfg: Mapping[str, Any]) -> None:
 def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
     """Exact costs inside the simulation's CIs (control: the costs at CONTROL_LOAD·p), then the
     paper's policy claims judged on the simulated costs."""
-    sims = select(rows, method="sim", quantity="cost")
+    # RSA's exact cost is not the truncated chain's (it is computed server by server without
+    # truncation) and its simulated cost, heavy-tailed near p/K = q, needs ~50× the slots to
+    # be resolved to 2%: the cross-check covers the policies evaluated on the chain.
+    sims = [s for s in select(rows, method="sim", quantity="cost") if s["policy"] != "rsa"]
     if not sims:
         raise EmptyComparisonError("whittle-compare: no simulated costs")
     keys = [(s["scenario"], s["cost"], s["p"], s["policy"]) for s in sims]
@@ -69,9 +72,9 @@ def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
     near = [abs(c - x) / m for c, x, m in zip(ctrl, exact, margins, strict=True)]
     claims = [
         make_claim(
-            "every policy's exact average cost on the truncated chain agrees with the "
-            "simulated cost of the slotted system (no buffer) within the default 2% relative "
-            "agreement margin",
+            "the exact average cost on the truncated chain of every policy evaluated there "
+            "(optimal, Whittle, JSQ, JSEW) agrees with the simulated cost of the slotted system "
+            "(no buffer) within the default 2% relative agreement margin",
             agrees(est, exact, margin=margins, labels=labels, what="simulated − exact cost"),
             control=(
                 f"the exact cost of the same routing at the neighbouring load {CONTROL_LOAD:g}·p",

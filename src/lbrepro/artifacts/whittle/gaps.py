@@ -89,15 +89,15 @@ def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
         claims.append(
             make_claim(
                 f"Whittle's index policy is never worse than {rival.upper()} by more than "
-                f"{delta:.0%} of the optimal cost at any (scenario, cost, p) of the grid "
+                f"{delta:g}% of the optimal cost at any (scenario, cost, p) of the grid "
                 "(non-inferiority, exact costs; stricter than the paper's 'can outperform')",
                 judge_costs(a, b, strict=False, min_effect=delta, labels=labels),
                 control=(
-                    f"a near miss: a policy {2 * delta:.0%} of the optimum worse than "
+                    f"a near miss: a policy {2 * delta:g}% of the optimum worse than "
                     f"{rival.upper()} at every point",
                     judge_costs(near, b, strict=False, min_effect=delta, labels=labels),
                 ),
-                distance=f"2 margins ({2 * delta:.0%} of the optimal cost) beyond the rival",
+                distance=f"2 margins ({2 * delta:g}% of the optimal cost) beyond the rival",
                 source="lbrepro",
             )
         )

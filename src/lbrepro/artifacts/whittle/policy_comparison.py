@@ -44,12 +44,12 @@ from lbrepro.models import whittle_policies as pol
 #: The simulation check's control: the exact cost at arrival probability CONTROL_LOAD·p.
 CONTROL_LOAD = 0.9
 #: "Outperforms": a cost lower by more than the default agreement margin (2% of the optimal
-#: cost); a smaller difference a reader calls agreement.
-OUTPERFORM = AGREEMENT
+#: cost, in points of the relative costs below); a smaller difference a reader calls agreement.
+OUTPERFORM = 100 * AGREEMENT
 #: "Never worse" (non-inferiority): not above the rival's cost by more than half of that.
-NON_INFERIOR = AGREEMENT / 2
+NON_INFERIOR = OUTPERFORM / 2
 RIVALS = ("jsq", "jsew", "rsa")
-#: Relative costs per point: {(scenario, cost, p): {policy: cost / exact optimal cost}}.
+#: Relative costs per point: {(scenario, cost, p): {policy: cost in % of the exact optimal}}.
 CostTable = dict[tuple[str, str, float], dict[str, Estimate]]
 
 
@@ -254,10 +254,11 @@ def gap_of(a: Estimate, b: Estimate) -> Estimate:
 
 
 def relative_costs(rows: Rows, cfg: Mapping[str, Any], method: str) -> CostTable:
-    """{(scenario, cost, p): {policy: cost / exact optimal cost as an Estimate}}.
+    """{(scenario, cost, p): {policy: cost in % of the exact optimal cost, an Estimate}}.
 
     ``mdp``: exact costs (zero-width intervals; +∞ where a policy is unstable); ``sim``: the
-    simulated costs with their CIs, divided by the exact optimal cost.
+    simulated costs with their CIs, relative to the exact optimal cost. In % (the optimum is
+    100), so gaps and margins read in points of the optimal cost.
     """
     out: dict[tuple[str, str, float], dict[str, Estimate]] = {}
     for name, sc in scenarios(cfg).items():
@@ -268,7 +269,7 @@ def relative_costs(rows: Rows, cfg: Mapping[str, Any], method: str) -> CostTable
                 for policy in pol.POLICIES:
                     if method == "mdp":
                         c = exact_value(rows, "cost", name, cost, p, policy)
-                        point[policy] = Estimate.exact(c / opt)
+                        point[policy] = Estimate.exact(100 * c / opt)
                         continue
                     sims = [
                         r
@@ -278,7 +279,7 @@ def relative_costs(rows: Rows, cfg: Mapping[str, Any], method: str) -> CostTable
                         if r["policy"] == policy
                     ]
                     if sims:
-                        point[policy] = scaled(estimate(sims[0]), opt)
+                        point[policy] = scaled(estimate(sims[0]), opt / 100)
                 out[(name, cost, p)] = point
     if not out:
         raise EmptyComparisonError("no (scenario, cost, p) points")
@@ -303,23 +304,15 @@ def finite_pairs(
 
 
 def judge_costs(a: list[Estimate], b: list[Estimate], **kw: Any) -> Verdict:
-    """:func:`better` on relative costs; on exact costs (zero-width) the statistic is reported
-    as the decisive cost difference B − A in % of the optimal cost."""
+    """:func:`better` on relative costs (in % of the optimal cost), its wording in points."""
     v = better(a, b, **kw)
-    if any(e.half_width for e in (*a, *b)):
-        return v
-    diffs = [100 * (float(eb.mean) - float(ea.mean)) for ea, eb in zip(a, b, strict=True)]
     quantifier = kw.get("quantifier", "all")
-    stat = max(diffs) if quantifier == "any" else min(diffs)
-    strict = kw.get("strict", True)
-    delta = 100 * float(np.max(kw["min_effect"]))
-    threshold = f"> {delta:g}" if strict else f"> −{delta:g}"
+    delta = float(np.max(kw["min_effect"]))
+    threshold = f"> {delta:g}" if kw.get("strict", True) else f"> −{delta:g}"
     return dataclasses.replace(
         v,
-        measured=round(stat, 4),
-        expected=f"(B − A) {threshold} % of the optimal cost at "
+        expected=f"(B − A) {threshold} points of the optimal cost at "
         f"{'some' if quantifier == 'any' else 'every'} point",
-        tolerance=f"exact costs; margin {delta:g} % of the optimal cost",
     )
 
 
@@ -341,7 +334,7 @@ def near_optimal_verdict(
             "exact: an unstable policy has an infinite gap",
             f"unstable (infinite gap) at {', '.join(unstable)}",
         )
-    bound = Estimate.exact(1 + tol_pct / 100)
+    bound = Estimate.exact(100 + tol_pct)
     costs = [shifted(table[k][policy], offset) for k in finite]
     v = better(
         costs,
@@ -352,12 +345,11 @@ def near_optimal_verdict(
         labels=[point_label(k) for k in finite],
     )
     worst = max(range(len(finite)), key=lambda i: costs[i].mean)
-    gap = 100 * (float(costs[worst].mean) - 1)
-    exact = not any(c.half_width for c in costs)
+    gap = float(costs[worst].mean) - 100
     return dataclasses.replace(
         v,
-        measured=round(gap, 4) if exact else v.measured,
-        expected=f"largest gap ≤ {tol_pct:g}%" if exact else v.expected,
+        expected=f"(1 + {tol_pct:g}%)·optimal − cost > 0 at every point (points of the "
+        "optimal cost)",
         margin=tol_pct,
         details=f"{v.details}; largest gap {gap:.3g}% at {point_label(finite[worst])}",
     )
@@ -365,7 +357,7 @@ def near_optimal_verdict(
 
 def largest_gap(table: CostTable, policy: str) -> float:
     """The largest gap to optimal (%) of a policy over the points (+∞ if unstable anywhere)."""
-    return max(100 * (float(v[policy].mean) - 1) for v in table.values() if policy in v)
+    return max(float(v[policy].mean) - 100 for v in table.values() if policy in v)
 
 
 def near_optimal_control(table: CostTable, tol_pct: float) -> tuple[str, Verdict, str]:
@@ -381,9 +373,9 @@ def near_optimal_control(table: CostTable, tol_pct: float) -> tuple[str, Verdict
             near_optimal_verdict(table, rival, tol_pct),
             f"largest gap {above[rival]:.3g}% vs the bound {tol_pct:g}%",
         )
-    offset = (tol_pct + 3 - largest_gap(table, "whittle")) / 100
+    offset = tol_pct + 3 - largest_gap(table, "whittle")
     return (
-        f"a hypothetical policy 3 points above the bound: Whittle's costs + {100 * offset:.3g}% "
+        f"a hypothetical policy 3 points above the bound: Whittle's costs + {offset:.3g}% "
         "of the optimum at every point (no rival lies within 2× the bound: "
         + ", ".join(f"{r.upper()} {g:.3g}%" for r, g in gaps.items())
         + ")",
@@ -421,17 +413,17 @@ def policy_claims(rows: Rows, cfg: Mapping[str, Any], method: str) -> list[Claim
         claims.append(
             make_claim(
                 f"Whittle's index policy can outperform {rival.upper()}: its cost is lower by "
-                f"more than {OUTPERFORM:.0%} of the optimal cost at some (scenario, cost, p) "
+                f"more than {OUTPERFORM:g}% of the optimal cost at some (scenario, cost, p) "
                 f"({how})",
                 judge_costs(a, b, quantifier="any", min_effect=OUTPERFORM, labels=labels),
                 control=(
-                    f"a near miss: {rival.upper()} and Whittle agree within {OUTPERFORM:.0%} of "
+                    f"a near miss: {rival.upper()} and Whittle agree within {OUTPERFORM:g}% of "
                     "the optimal cost at every point (no outperforming anywhere)",
                     equivalent_costs(a, b, labels),
                 ),
-                distance=f"the claim needs a gap > {OUTPERFORM:.0%}; the near miss has every "
-                f"|gap| < {OUTPERFORM:.0%}",
-                details=f"costs relative to the exact optimum; minimum effect {OUTPERFORM:.0%} "
+                distance=f"the claim needs a gap > {OUTPERFORM:g} points; the near miss has "
+                f"every |gap| < {OUTPERFORM:g}",
+                details=f"costs in % of the exact optimum; minimum effect {OUTPERFORM:g} points "
                 "(the default agreement margin)",
                 runs=runs,
             )
