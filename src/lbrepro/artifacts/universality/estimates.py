@@ -11,7 +11,9 @@ __all__ = ["difference", "distance", "scaled"]
 
 def scaled(e: Estimate, c: float) -> Estimate:
     """``c`` times an estimate (c > 0): its interval scales with it."""
-    return Estimate(c * e.mean, c * e.low, c * e.high, c * e.half_width, e.batches, e.N, e.seed)
+    return Estimate(
+        c * e.mean, c * e.low, c * e.high, c * e.half_width, e.batches, e.N, e.seed, e.converged
+    )
 
 
 def distance(e: Estimate, ref: Estimate) -> Estimate:
@@ -19,7 +21,9 @@ def distance(e: Estimate, ref: Estimate) -> Estimate:
     dist = abs(e.mean - ref.mean)
     half = math.hypot(e.half_width, ref.half_width)
     batches = min((b for b in (e.batches, ref.batches) if b), default=0)
-    return Estimate(dist, dist - half, dist + half, half, batches, e.N, e.seed)
+    return Estimate(
+        dist, dist - half, dist + half, half, batches, e.N, e.seed, e.converged and ref.converged
+    )
 
 
 def difference(e: Estimate, ref: Estimate) -> Estimate:
@@ -27,4 +31,6 @@ def difference(e: Estimate, ref: Estimate) -> Estimate:
     diff = e.mean - ref.mean
     half = math.hypot(e.half_width, ref.half_width)
     batches = min((b for b in (e.batches, ref.batches) if b), default=0)
-    return Estimate(diff, diff - half, diff + half, half, batches, e.N, e.seed)
+    return Estimate(
+        diff, diff - half, diff + half, half, batches, e.N, e.seed, e.converged and ref.converged
+    )

@@ -21,11 +21,18 @@ from lbrepro.artifacts.universality.families import (
     validate_families,
 )
 from lbrepro.artifacts.universality.simulation import load_cost, sim_rows
-from lbrepro.core.claims import Claim, make_claim
+from lbrepro.core.claims import Claim, diagnostic, make_claim
 from lbrepro.core.errors import ConfigError
 from lbrepro.core.ids import add_point
 from lbrepro.core.io import select
-from lbrepro.core.verdicts import EmptyComparisonError, Verdict, better, trend, within
+from lbrepro.core.verdicts import (
+    UNDECIDED,
+    EmptyComparisonError,
+    Verdict,
+    agreement_margin,
+    agrees,
+    better,
+)
 from lbrepro.models import universality as model
 from lbrepro.plotting.style import METHOD_STYLE, color, new_figure
 
@@ -117,12 +124,73 @@ def _bounded_away(rows: Rows, family: str) -> Verdict:
     if len(ests) < 2:
         raise EmptyComparisonError(f"family {family!r}: needs at least two N")
     floor = scaled(ests[0], _DECLINE)
-    return better([floor] * (len(ests) - 1), ests[1:], strict=True, quantifier="all")
+    return better([floor] * (len(ests) - 1), ests[1:], min_effect=0.0, quantifier="all")
+
+
+#: The finite-N remainder of q₂ is below this many times 1/N in every run of the sweep
+#: (measured: fixed d = 7, 1.8/N at N = 10², 3.2/N at 10³; JSQ 6/N at N = 10²): a fluid
+#: drop that does not exceed it cannot be told from the remainder.
+_REMAINDER = 10.0
+
+
+def judged_step(family: str, Ns: list[int], lam: float) -> int | None:
+    """The index k of the largest N_k whose fluid q₂ at d(N_k) lies below the one at
+    d(N_(k−1)) by more than the finite-N remainder bound _REMAINDER/N_k: where "d still
+    grows" and "d stopped growing at d(N_(k−1))" predict apart."""
+    for k in range(len(Ns) - 1, 0, -1):
+        d0, d1 = model.d_of_N(family, Ns[k - 1]), model.d_of_N(family, Ns[k])
+        drop = model.q2_fluid(lam, d0) - model.q2_fluid(lam, d1)
+        if d1 > d0 and drop > _REMAINDER / Ns[k]:
+            return k
+    return None
+
+
+def to_zero_verdicts(
+    rows: Rows, family: str, Ns: list[int], lam: float
+) -> tuple[Verdict, Verdict, str, int | None]:
+    """The claim "q₂ → 0 as d(N) → ∞" on a finite sweep, and its near-miss control.
+
+    A finite sweep cannot tell a d(N) that grows for ever from one capped beyond the sweep;
+    it can tell whether q₂ still follows d(N) at its last resolvable step N_(k−1) → N_k. There
+    the claim predicts the fluid point of the current d, λ^(d(N_k)+1); the near miss, a d(N)
+    that stopped growing at d(N_(k−1)), predicts λ^(d(N_(k−1))+1). Margin: half the distance
+    between the two predictions (so the control sits 2 margins away).
+    """
+    k = judged_step(family, Ns, lam)
+    if k is None:
+        v = Verdict(
+            UNDECIDED,
+            0.0,
+            "q₂(N) agrees with the fluid point at d(N)",
+            f"no step of the sweep where d(N) and a capped d(N) predict apart by more than "
+            f"the finite-N remainder {_REMAINDER:g}/N",
+            needs="a sweep whose d(N) still grows where λ^(d+1) exceeds 10/N (smaller N or d)",
+        )
+        return v, v, "", None
+    N0, N1 = Ns[k - 1], Ns[k]
+    d0, d1 = model.d_of_N(family, N0), model.d_of_N(family, N1)
+    claim_ref, ctrl_ref = model.q2_fluid(lam, d1), model.q2_fluid(lam, d0)
+    margin = (ctrl_ref - claim_ref) / 2
+    Nk, ests = sim_series(rows, "q2", family)
+    e = ests[Nk.index(N1)]
+    label = [f"{family}, N={N1}"]
+    claim = agrees([e], [claim_ref], margin=margin, labels=label, what="q₂ − λ^(d(N)+1)")
+    ctrl = agrees([e], [ctrl_ref], margin=margin, labels=label, what="q₂ − λ^(d0+1)")
+    distance = (
+        f"capped d = {d0} predicts λ^{d0 + 1} = {ctrl_ref:.4g} at N = {N1:g}, the claim "
+        f"λ^{d1 + 1} = {claim_ref:.4g}: 2 margins apart (margin {margin:.3g}, half the distance)"
+    )
+    return claim, ctrl, distance, N1
+
+
+def _runs(family: str, Ns: list[int]) -> list[str]:
+    """The point ids of one family's runs (stable labels for the diagnostics' gate)."""
+    return [f"d{family}-N{N}" for N in Ns]
 
 
 def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
-    """q₂ → 0 for every growing family, bounded away from 0 and at λ^(d+1) for fixed d."""
-    claims: list[Claim] = []
+    """q₁ = λ (diagnostic); q₂ follows the fluid point of a growing d(N) where a capped d(N)
+    would not; a fixed d keeps q₂ away from 0 and at λ^(d+1)."""
     lam = cfg["lam"]
     Ns = sorted(cfg["N"])
     families = _fluid_families(cfg)
@@ -130,38 +198,58 @@ def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
     fixed = [f for f in families if is_fixed(f)]
     if not growing or not fixed:
         raise EmptyComparisonError("universality-fluid needs a growing and a fixed-d family")
-    d_ctrl = _control_d(Ns)
-    # The slowest growing family (smallest d at the largest N): the hardest control for
-    # "a fixed d keeps q₂ away from 0".
-    slowest = min(growing, key=lambda f: model.d_of_N(f, Ns[-1]))
-    ctrl_to_zero = (
-        f"fixed d = {d_ctrl} (the largest ⌈log N⌉ of the sweep, a d that does not grow): "
-        "the same test must fail",
-        trend(*sim_series(rows, "q2", str(d_ctrl)), "to_zero", ratio=_DECLINE),
-    )
-    span = f"N = {Ns[0]:g} … {Ns[-1]:g}"
-    for family in growing:
+    claims: list[Claim] = []
+    for family in families:
+        _, q1 = sim_series(rows, "q1", family)
         claims.append(
-            make_claim(
-                f"{model.family_label(family)} → ∞: q₂ → 0 as N → ∞, the JSQ fluid fixed point "
-                f"whatever the growth rate of d(N) — over {span}, q₂ falls significantly "
-                f"to below {_DECLINE:g}× its value at the smallest N",
-                trend(*sim_series(rows, "q2", family), "to_zero", ratio=_DECLINE),
-                control=ctrl_to_zero,
-                details=(
-                    f"d(N) = {', '.join(str(model.d_of_N(family, N)) for N in Ns)}; "
-                    "a finite sweep shows the limit only as a decline by a stated factor"
+            diagnostic(
+                f"d(N) = {model.family_label(family)}: q₁ = λ = {lam:g} at every N (work "
+                "conservation: the busy fraction of any work-conserving policy)",
+                agrees(
+                    q1,
+                    [lam] * len(q1),
+                    margin=agreement_margin(lam),
+                    labels=[f"N={N}" for N in Ns],
+                    what="q₁ − λ",
                 ),
+                runs=_runs(family, Ns),
             )
         )
+    span = f"N = {Ns[0]:g} … {Ns[-1]:g}"
+    # d = N is JSQ itself, the reference of the claim, not an instance of it
+    for family in (f for f in growing if f != "N"):
+        claim, ctrl, distance, N1 = to_zero_verdicts(rows, family, Ns, lam)
+        ds = ", ".join(str(model.d_of_N(family, N)) for N in Ns)
+        claims.append(
+            make_claim(
+                f"{model.family_label(family)} → ∞: q₂ → 0 as N → ∞ (the JSQ fluid fixed "
+                "point, whatever the growth rate of d(N)) — on the sweep: q₂ at the last "
+                "resolvable step still follows the fluid point λ^(d(N)+1) of the growing d(N)",
+                claim,
+                control=(
+                    "a near miss: the same d(N) capped one step earlier (d stops growing), "
+                    "whose q₂ would stay at the earlier d's fluid value",
+                    ctrl,
+                ),
+                distance=distance or "no resolvable step",
+                details=f"d(N) = {ds} over {span}" + (f"; judged at N = {N1:g}" if N1 else ""),
+                runs=_runs(family, Ns),
+            )
+        )
+    # The slowest growing family (smallest d at the largest N): the nearest miss of "a fixed
+    # d keeps q₂ away from 0".
+    slowest = min(growing, key=lambda f: model.d_of_N(f, Ns[-1]))
+    slow_ratio = model.q2_fluid(lam, model.d_of_N(slowest, Ns[-1])) / model.q2_fluid(
+        lam, model.d_of_N(slowest, Ns[0])
+    )
     ctrl_bounded = (
-        f"{model.family_label(slowest)} (the slowest growing family of the sweep): "
-        "the same test must fail",
+        f"{model.family_label(slowest)}, the slowest growing family of the sweep",
         _bounded_away(rows, slowest),
     )
+    d_ctrl = _control_d(Ns)
     for family in fixed:
         d = int(family)
-        role = " (the control above)" if d == d_ctrl else ""
+        role = " (the capped ⌈log N⌉)" if d == d_ctrl else ""
         claims.append(
             make_claim(
                 f"fixed d = {d}{role}: q₂ stays bounded away from 0 as N → ∞ (the JSQ fluid "
@@ -169,6 +257,11 @@ def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
                 f"above {_DECLINE:g}× its value at the smallest N",
                 _bounded_away(rows, family),
                 control=ctrl_bounded,
+                distance=(
+                    f"its fluid q₂ falls to {slow_ratio:.3g}× its first value over the sweep, "
+                    f"the bound is {_DECLINE:g}×"
+                ),
+                runs=_runs(family, Ns) + _runs(slowest, Ns),
             )
         )
         # lbrepro: the plateau is the supermarket fluid value, at the largest N (finite N).
@@ -177,19 +270,22 @@ def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
         mf = of_family(rows, family, method="mf", quantity="q2", N=Ns[-1])
         if not mf:
             raise EmptyComparisonError(f"no mean-field q2 row of d = {d} at N = {Ns[-1]}")
+        ref, near = mf[0]["value"], model.q2_fluid(lam, d + 1)
+        margin = agreement_margin(ref)
+        label = [f"N={Ns[-1]}"]
         claims.append(
             make_claim(
-                f"fixed d = {d}: at the largest N = {Ns[-1]:g} (finite N), the simulated q₂ "
-                f"equals the supermarket fluid value λ^(d+1) = {mf[0]['value']:.4g} within its "
-                "95% CI",
-                within([last], [mf[0]["value"]], labels=[f"N={Ns[-1]}"]),
+                f"fixed d = {d}: at the largest N = {Ns[-1]:g} the simulated q₂ agrees with the "
+                f"supermarket fluid value λ^(d+1) = {ref:.4g} (margin: the default 2% relative "
+                "agreement; the O(1/N) excess at this N is smaller)",
+                agrees([last], [ref], margin=margin, labels=label, what="q₂ − λ^(d+1)"),
                 control=(
-                    f"the fluid value of the neighbouring d + 1 = {d + 1}, λ^(d+2) = "
-                    f"{model.q2_fluid(lam, d + 1):.4g}: must be rejected",
-                    within([last], [model.q2_fluid(lam, d + 1)], labels=[f"N={Ns[-1]}"]),
+                    f"the fluid value of the neighbouring d + 1 = {d + 1}, λ^(d+2) = {near:.4g}",
+                    agrees([last], [near], margin=margin, labels=label, what="q₂ − λ^(d+2)"),
                 ),
+                distance=f"{abs(ref - near) / margin:.1f} margins from λ^(d+1)",
                 source="lbrepro",
-                details="no finite-N allowance: the O(1/N) excess of q₂ is taken as a finding",
+                runs=_runs(family, Ns[-1:]),
             )
         )
     return claims
@@ -289,5 +385,15 @@ ARTIFACT = Artifact(
         "the d(N) families) test its fluid-limit theorem. Simulations start from the "
         "mean-field "
         "fixed point at d(N), rounded to N servers, and discard a warm-up.",
+        "'q₂ → 0 as d(N) → ∞' on a finite sweep: no sweep can tell a d(N) that grows for ever "
+        "from one capped beyond its largest N, so the claim is judged where it and its near "
+        "miss predict apart — at the last step N_(k−1) → N_k whose fluid drop "
+        "λ^(d(N_(k−1))+1) − λ^(d(N_k)+1) exceeds the finite-N remainder 10/N_k, q₂(N_k) must "
+        "agree with λ^(d(N_k)+1) (the claim) and not with λ^(d(N_(k−1))+1) (d capped one step "
+        "earlier); margin: half the distance between the two. ⌈log N⌉ is judged at its last "
+        "step (d 10 → 12 at N = 10⁵: 0.314 vs 0.254), ⌈√N⌉ at N = 10⁴; ⌈√N log N⌉ has no such "
+        "step (its fluid q₂ is below the remainder from N = 10³ on) and stays undecided; "
+        "d = N is JSQ itself, the claim's reference. 'Bounded away' (fixed d): q₂ above 0.6× "
+        "its first value; plateau: agreement with λ^(d+1) within the default 2%.",
     ),
 )

@@ -11,36 +11,64 @@ from lbrepro.artifacts.registry import Artifact, Rows
 from lbrepro.artifacts.universality.estimates import scaled
 from lbrepro.artifacts.universality.families import of_family, validate_families
 from lbrepro.artifacts.universality.simulation import load_cost, sim_rows
-from lbrepro.core.claims import Claim, make_claim
+from lbrepro.core.claims import Claim, diagnostic, make_claim
 from lbrepro.core.errors import ConfigError
 from lbrepro.core.ids import add_point
 from lbrepro.core.io import select
-from lbrepro.core.verdicts import EmptyComparisonError, Verdict, better, estimate, trend
+from lbrepro.core.verdicts import (
+    EmptyComparisonError,
+    Verdict,
+    agreement_margin,
+    agrees,
+    better,
+    estimate,
+)
 from lbrepro.models import universality as model
 from lbrepro.plotting.style import color, new_figure
 
 
 def validate(cfg: Mapping[str, Any]) -> None:
-    """Refuse an unstable load, a warm-up ≥ the horizon, or a grid without 2, sqrtN and N."""
+    """Refuse an unstable load, a warm-up ≥ the horizon, or a grid without sqrtN and N."""
     if cfg["warmup"] >= cfg["horizon"]:
         raise ConfigError("universality-overhead.warmup", "must be shorter than the horizon")
     if cfg["lam"] >= 1:
         raise ConfigError("universality-overhead.lam", f"load {cfg['lam']} >= 1: unstable")
     validate_families("universality-overhead.d", cfg["d"], [cfg["N"]])
     families = [str(f) for f in cfg["d"]]
-    missing = [f for f in ("2", "sqrtN", "N") if f not in families]
+    missing = [f for f in ("sqrtN", "N") if f not in families]
     if missing:
         raise ConfigError(
             "universality-overhead.d",
-            f"must include 2, sqrtN and N (the claim compares ⌈√N⌉ with JSQ, d = 2 is its "
-            f"control); missing {', '.join(missing)}",
+            f"must include sqrtN and N (the claim compares ⌈√N⌉ with JSQ); missing "
+            f"{', '.join(missing)}",
         )
 
 
+def near_miss_d(lam: float) -> int:
+    """The near miss of "⌈√N⌉ keeps JSQ's delay within 5%": the largest fixed d whose fluid
+    E[T] = Σ_k λ^((d^k − 1)/(d − 1)) / λ is still 2 × 5% above JSQ's fluid E[T] = 1."""
+    d = 2
+    while _fluid_sojourn(lam, d + 1) >= 1 + 2 * _CLOSE:
+        d += 1
+    return d
+
+
+def _fluid_sojourn(lam: float, d: int) -> float:
+    """E[T] at the supermarket fluid fixed point of JSQ(d) (Little: Σ_k≥1 u_k / λ)."""
+    return float(np.sum(model.fluid_fixed_point(lam, d)[1:]) / lam)
+
+
+def _families(cfg: Mapping[str, Any]) -> list[str]:
+    """The configured families plus the near-miss fixed d if absent."""
+    families = [str(f) for f in cfg["d"]]
+    near = str(near_miss_d(cfg["lam"]))
+    return families if near in families else [*families, near]
+
+
 def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """One point per family at the configured N."""
+    """One point per family at the configured N, the near-miss fixed d included."""
     points: dict[str, dict[str, Any]] = {}
-    for family in cfg["d"]:
+    for family in _families(cfg):
         params = {
             "lam": cfg["lam"],
             "family": str(family),
@@ -82,44 +110,50 @@ def _near_jsq(rows: Rows, family: str) -> Verdict:
     return better(
         [estimate(mine[0])],
         [scaled(estimate(jsq[0]), 1 + _CLOSE)],
-        strict=True,
+        min_effect=0.0,
         labels=[f"{family} vs JSQ"],
     )
 
 
 def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
-    """⌈√N⌉ keeps JSQ's E[T] within 5% (control d = 2); E[T] and P(wait) decrease in d."""
-    N = cfg["N"]
+    """q₁ = λ per run (diagnostic); ⌈√N⌉ keeps JSQ's E[T] within 5% (near miss: the fixed d
+    whose fluid E[T] is 10% above JSQ's)."""
+    N, lam = cfg["N"], cfg["lam"]
     k = model.d_of_N("sqrtN", N)
-    claims = [
+    near = near_miss_d(lam)
+    claims: list[Claim] = []
+    q1 = select(rows, method="sim", quantity="q1")
+    if not q1:
+        raise EmptyComparisonError("universality-overhead: no q1 rows")
+    for r in q1:
+        claims.append(
+            diagnostic(
+                f"d = {r['d']}: q₁ = λ = {lam:g} (work conservation: the busy fraction of any "
+                "work-conserving policy)",
+                agrees([estimate(r)], [lam], margin=agreement_margin(lam), what="q₁ − λ"),
+                runs=[f"d{r['family']}"],
+            )
+        )
+    claims.append(
         make_claim(
             f"JSQ's fluid-level delay is kept with far fewer samples: d = ⌈√N⌉ = {k} servers "
             f"per job (≈ {N / k:.0f}× fewer than JSQ's N = {N}) gives E[T] significantly below "
             f"(1 + {_CLOSE:g}) × JSQ's E[T] (our yardstick: within {_CLOSE:.0%})",
             _near_jsq(rows, "sqrtN"),
             control=(
-                "d = 2 (a fixed d, no fluid-level optimality): the same test must fail",
-                _near_jsq(rows, "2"),
+                f"a near miss: fixed d = {near}, the largest d whose fluid E[T] is still "
+                f"{2 * _CLOSE:.0%} above JSQ's",
+                _near_jsq(rows, str(near)),
+            ),
+            distance=(
+                f"fluid E[T] {_fluid_sojourn(lam, near):.3f} vs the bound {1 + _CLOSE:g} "
+                f"(JSQ = 1): 2 × the {_CLOSE:.0%} yardstick; ⌈√N⌉'s fluid E[T] "
+                f"{_fluid_sojourn(lam, k):.3f}"
             ),
             details="the paper: overhead reduced by nearly a factor O(N) at the fluid level",
+            runs=["dsqrtN", "dN", f"d{near}"],
         )
-    ]
-    for q, name in (("mean_sojourn", "E[T]"), ("p_wait", "P(wait > 0)")):
-        sims = sorted(select(rows, method="sim", quantity=q), key=lambda r: r["d"])
-        ds = [r["d"] for r in sims]
-        ests = [estimate(r) for r in sims]
-        claims.append(
-            make_claim(
-                f"more servers sampled per job help: {name} decreases in d over "
-                f"d = {', '.join(map(str, ds))} (significant overall, no significant reversal)",
-                trend(ds, ests, "decreasing"),
-                control=(
-                    f"the negation, {name} increasing in d: the same test must fail",
-                    trend(ds, ests, "increasing"),
-                ),
-                source="lbrepro",
-            )
-        )
+    )
     return claims
 
 
@@ -193,6 +227,8 @@ ARTIFACT = Artifact(
     reconstructions=(
         "The overhead table's parameters (λ, N, the d grid) are our choice, and so is the "
         "5 % yardstick of 'keeps JSQ's delay': the paper states the overhead reduction only "
-        "in the limit N → ∞.",
+        "in the limit N → ∞. Its near-miss control is the fixed d whose fluid E[T] is 10% "
+        "above JSQ's (2 yardsticks), always simulated. The former trends 'E[T] and P(wait) "
+        "decrease in d' are gone: their only control was the reversed trend.",
     ),
 )

@@ -73,6 +73,8 @@ def _pooled(group: list[Mapping[str, Any]]) -> dict[str, Any]:
         "ci_low": value - half,
         "ci_high": value + half,
         "batches": sum(b for _, b in errors),
+        # one replication whose batch means stayed correlated makes the pool unconverged
+        "converged": all(r.get("converged") not in (False, 0, "False", "false") for r in group),
         "replications": R,
     }
 

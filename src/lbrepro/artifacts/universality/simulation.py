@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -33,24 +34,51 @@ def load_cost(p: Mapping[str, Any]) -> float:
     return simulation_cost(2 * p["lam"] * p["N"], p)
 
 
+def unobserved_bound(sim: Any) -> float:
+    """A covering upper bound of a tail fraction the run never observed (its interval [0, 0]).
+
+    From its effective count: no episode of a server holding ≥ k jobs began in the measured
+    N·T server-time, so (rule of three) episodes begin at rate < 3/(N·T) per server, and each
+    lasts less than a busy period of mean 1/(1 − λ) on average: the fraction is below
+    3 / ((1 − λ) N T). A degenerate [0, 0] would be "unresolved" and decide nothing.
+    """
+    measured = float(sim.horizon) - float(sim.warmup_used)
+    if not math.isfinite(measured) or measured <= 0:
+        measured = float(sim.horizon)
+    return 3.0 / ((1.0 - min(float(sim.lam), 1 - 1e-9)) * sim.N * measured)
+
+
 def sim_rows(sim: Any, seed: np.random.SeedSequence, scale: float = 1.0, **extra: Any) -> Rows:
-    """Tidy rows of q_1, q_2 (×scale), mean jobs and P(wait) of one simulation."""
+    """Tidy rows of q_1, q_2 (×scale), mean jobs and P(wait) of one simulation.
+
+    Every row carries ``batches`` and ``converged``; a tail fraction never observed gets the
+    covering interval [0, :func:`unobserved_bound`] instead of [0, 0].
+    """
 
     def at(a: np.ndarray, k: int) -> float:
         """Level k of a tail array, 0 beyond its end (trailing zero levels are trimmed)."""
         return float(a[k]) if k < len(a) else 0.0
 
-    common = {"method": "sim", "N": sim.N, "seed": seed.entropy, "batches": sim.batches} | extra
-    rows = [
-        common
-        | {
+    common = {
+        "method": "sim",
+        "N": sim.N,
+        "seed": seed.entropy,
+        "batches": sim.batches,
+        "converged": bool(sim.converged),
+    } | extra
+
+    def tail(k: int) -> dict[str, Any]:
+        value, low, high = at(sim.u_all, k), at(sim.u_all_ci_low, k), at(sim.u_all_ci_high, k)
+        if high <= 0.0:
+            high = unobserved_bound(sim)
+        return {
             "quantity": f"q{k}",
-            "value": scale * at(sim.u_all, k),
-            "ci_low": scale * at(sim.u_all_ci_low, k),
-            "ci_high": scale * at(sim.u_all_ci_high, k),
+            "value": scale * value,
+            "ci_low": scale * low,
+            "ci_high": scale * high,
         }
-        for k in (1, 2)
-    ]
+
+    rows = [common | tail(k) for k in (1, 2)]
     rows.append(
         common
         | {

@@ -1,13 +1,12 @@
 """whittle-compare: the gap to the optimal dispatcher of Whittle, JSQ, JSEW and RSA against p.
 
 Exact on the truncated joint chain and cross-checked by simulating the slotted system (no
-buffer): the exact costs must lie inside the simulation's CIs, and the paper's policy claims are
-judged again on the simulated costs.
+buffer): the simulated costs must agree with the exact ones within 2%, and the paper's policy
+claims are judged again on the simulated costs.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -31,7 +30,7 @@ from lbrepro.artifacts.whittle.policy_comparison import (
 from lbrepro.core.claims import Claim, make_claim
 from lbrepro.core.io import select
 from lbrepro.core.packing import simulation_seconds
-from lbrepro.core.verdicts import EmptyComparisonError, estimate, within
+from lbrepro.core.verdicts import EmptyComparisonError, agreement_margin, agrees, estimate
 from lbrepro.models import whittle_policies as pol
 from lbrepro.plotting.style import color, new_figure
 from lbrepro.sim.slotted_lps import EVENTS_PER_SECOND
@@ -58,7 +57,10 @@ def validate(cfg: Mapping[str, Any]) -> None:
 def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
     """Exact costs inside the simulation's CIs (control: the costs at CONTROL_LOAD·p), then the
     paper's policy claims judged on the simulated costs."""
-    sims = select(rows, method="sim", quantity="cost")
+    # RSA's exact cost is not the truncated chain's (it is computed server by server without
+    # truncation) and its simulated cost, heavy-tailed near p/K = q, needs ~50× the slots to
+    # be resolved to 2%: the cross-check covers the policies evaluated on the chain.
+    sims = [s for s in select(rows, method="sim", quantity="cost") if s["policy"] != "rsa"]
     if not sims:
         raise EmptyComparisonError("whittle-compare: no simulated costs")
     keys = [(s["scenario"], s["cost"], s["p"], s["policy"]) for s in sims]
@@ -66,23 +68,21 @@ def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
     est = [estimate(s) for s in sims]
     exact = [exact_value(rows, "cost", n, c, p, pol_) for n, c, p, pol_ in keys]
     ctrl = [exact_value(rows, "cost_control", n, c, p, pol_) for n, c, p, pol_ in keys]
-    ctrl_v = within(est, ctrl, labels=labels)
-    rejected = sum(abs(e.mean - r) > e.half_width for e, r in zip(est, ctrl, strict=True))
+    margins = [agreement_margin(x) for x in exact]
+    near = [abs(c - x) / m for c, x, m in zip(ctrl, exact, margins, strict=True)]
     claims = [
         make_claim(
-            "every policy's exact average cost on the truncated chain lies within the "
-            "simulation's Bonferroni-widened 95% CI (slotted system, no buffer)",
-            within(est, exact, labels=labels),
+            "the exact average cost on the truncated chain of every policy evaluated there "
+            "(optimal, Whittle, JSQ, JSEW) agrees with the simulated cost of the slotted system "
+            "(no buffer) within the default 2% relative agreement margin",
+            agrees(est, exact, margin=margins, labels=labels, what="simulated − exact cost"),
             control=(
-                f"the exact cost of the same routing at the neighbouring load {CONTROL_LOAD:g}·p "
-                "must be rejected",
-                dataclasses.replace(
-                    ctrl_v,
-                    details=f"{ctrl_v.details}; outside the unwidened CI at {rejected} of "
-                    f"{len(est)}",
-                ),
+                f"the exact cost of the same routing at the neighbouring load {CONTROL_LOAD:g}·p",
+                agrees(est, ctrl, margin=margins, labels=labels, what="simulated − control"),
             ),
+            distance=f"{min(near):.1f}–{max(near):.1f} margins from the exact cost at p",
             source="lbrepro",
+            runs=sorted({str(s["point"]) for s in sims if s.get("point")}),
         )
     ]
     return claims + policy_claims(rows, cfg, "sim")

@@ -18,7 +18,7 @@ from lbrepro.core.claims import Claim, make_claim
 from lbrepro.core.ids import add_point, num
 from lbrepro.core.io import select
 from lbrepro.core.packing import POINT_START_SECONDS
-from lbrepro.core.verdicts import EmptyComparisonError, Verdict
+from lbrepro.core.verdicts import EmptyComparisonError, Verdict, exact
 from lbrepro.models import whittle as model
 
 
@@ -99,12 +99,14 @@ def failures_verdict(rows: Rows, quantity: str) -> Verdict:
     if not sel:
         raise EmptyComparisonError(f"whittle-indexability: no {quantity} rows")
     bad = [r for r in sel if r["value"] > 0]
-    return Verdict(
-        passed=not bad,
-        measured=f"{len(bad)} of {len(sel)} (p, q, d, cost) points flagged",
-        expected="0 points with a subsidy whose optimal policy is not the expected threshold",
-        tolerance="subsidy ν = W(m) ∓ ε, RVI certified by exact policy evaluation",
-        details=f"{int(sum(r['value'] for r in sel))} subsidies flagged in all",
+    return exact(
+        not bad,
+        float(len(bad)),
+        f"0 of {len(sel)} (p, q, d, cost) points with a subsidy whose optimal policy is not "
+        "the expected threshold",
+        "subsidy ν = W(m) ∓ ε, RVI certified by exact policy evaluation",
+        f"{len(bad)} of {len(sel)} points flagged; "
+        f"{int(sum(r['value'] for r in sel))} subsidies flagged in all",
     )
 
 
@@ -128,10 +130,11 @@ def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
             "the threshold policy φ_m / φ_(m+1)",
             failures_verdict(rows, "failed"),
             control=(
-                "the same subsidy test on an index curve with each W(m) moved halfway to W(m+1) "
-                "(still increasing) must flag failures",
+                "a near miss: the same subsidy test on an index curve with each W(m) moved "
+                "halfway to W(m+1) (still increasing, the closest wrong index)",
                 failures_verdict(rows, "control_failed"),
             ),
+            distance="each W(m) half the gap to W(m+1) away (ε = 1e-3·W(m) resolves it)",
             details=(where or "no failure")
             + f"; {int(checked)} subsidies solved; {int(unres)} unresolved in double precision "
             "(W(m) ≳ 1e11, p ≫ q), not counted as failures",

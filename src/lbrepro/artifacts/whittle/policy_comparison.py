@@ -29,16 +29,27 @@ from lbrepro.core.errors import ConfigError
 from lbrepro.core.ids import add_point, num
 from lbrepro.core.io import select
 from lbrepro.core.stats import Estimate
-from lbrepro.core.verdicts import EmptyComparisonError, Verdict, better, estimate
+from lbrepro.core.verdicts import (
+    AGREEMENT,
+    NOT_REPRODUCED,
+    EmptyComparisonError,
+    Verdict,
+    agrees,
+    better,
+    estimate,
+)
 from lbrepro.models import whittle as model
 from lbrepro.models import whittle_policies as pol
 
 #: The simulation check's control: the exact cost at arrival probability CONTROL_LOAD·p.
 CONTROL_LOAD = 0.9
-#: Relative cost differences below this are numerical noise of the exact solvers.
-COST_MARGIN = 1e-6
+#: "Outperforms": a cost lower by more than the default agreement margin (2% of the optimal
+#: cost, in points of the relative costs below); a smaller difference a reader calls agreement.
+OUTPERFORM = 100 * AGREEMENT
+#: "Never worse" (non-inferiority): not above the rival's cost by more than half of that.
+NON_INFERIOR = OUTPERFORM / 2
 RIVALS = ("jsq", "jsew", "rsa")
-#: Relative costs per point: {(scenario, cost, p): {policy: cost / exact optimal cost}}.
+#: Relative costs per point: {(scenario, cost, p): {policy: cost in % of the exact optimal}}.
 CostTable = dict[tuple[str, str, float], dict[str, Estimate]]
 
 
@@ -184,6 +195,7 @@ def compute_policy_rows(
                     "N": system.K,  # servers
                     "seed": seed.entropy,
                     "batches": sim["batches"],
+                    "converged": bool(sim["converged"]),
                     "slots": sim["slots"],
                     "outside_slots": sim["outside_slots"],
                 }
@@ -219,14 +231,34 @@ def exact_value(
 
 def scaled(e: Estimate, by: float) -> Estimate:
     """The estimate divided by a positive constant (a cost relative to the optimal cost)."""
-    return Estimate(e.mean / by, e.low / by, e.high / by, e.half_width / by, e.batches, e.N)
+    return Estimate(
+        e.mean / by, e.low / by, e.high / by, e.half_width / by, e.batches, e.N, e.seed, e.converged
+    )
+
+
+def shifted(e: Estimate, by: float) -> Estimate:
+    """The estimate plus a constant: a hypothetical near-miss policy's relative cost."""
+    return Estimate(
+        e.mean + by, e.low + by, e.high + by, e.half_width, e.batches, e.N, e.seed, e.converged
+    )
+
+
+def gap_of(a: Estimate, b: Estimate) -> Estimate:
+    """b − a of two independent estimates, half-widths in quadrature."""
+    diff = float(b.mean) - float(a.mean)
+    half = math.hypot(float(a.half_width), float(b.half_width))
+    batches = min((x for x in (a.batches, b.batches) if x), default=0)
+    return Estimate(
+        diff, diff - half, diff + half, half, batches, None, None, a.converged and b.converged
+    )
 
 
 def relative_costs(rows: Rows, cfg: Mapping[str, Any], method: str) -> CostTable:
-    """{(scenario, cost, p): {policy: cost / exact optimal cost as an Estimate}}.
+    """{(scenario, cost, p): {policy: cost in % of the exact optimal cost, an Estimate}}.
 
     ``mdp``: exact costs (zero-width intervals; +∞ where a policy is unstable); ``sim``: the
-    simulated costs with their CIs, divided by the exact optimal cost.
+    simulated costs with their CIs, relative to the exact optimal cost. In % (the optimum is
+    100), so gaps and margins read in points of the optimal cost.
     """
     out: dict[tuple[str, str, float], dict[str, Estimate]] = {}
     for name, sc in scenarios(cfg).items():
@@ -237,7 +269,7 @@ def relative_costs(rows: Rows, cfg: Mapping[str, Any], method: str) -> CostTable
                 for policy in pol.POLICIES:
                     if method == "mdp":
                         c = exact_value(rows, "cost", name, cost, p, policy)
-                        point[policy] = Estimate.exact(c / opt)
+                        point[policy] = Estimate.exact(100 * c / opt)
                         continue
                     sims = [
                         r
@@ -247,7 +279,7 @@ def relative_costs(rows: Rows, cfg: Mapping[str, Any], method: str) -> CostTable
                         if r["policy"] == policy
                     ]
                     if sims:
-                        point[policy] = scaled(estimate(sims[0]), opt)
+                        point[policy] = scaled(estimate(sims[0]), opt / 100)
                 out[(name, cost, p)] = point
     if not out:
         raise EmptyComparisonError("no (scenario, cost, p) points")
@@ -272,57 +304,89 @@ def finite_pairs(
 
 
 def judge_costs(a: list[Estimate], b: list[Estimate], **kw: Any) -> Verdict:
-    """:func:`better` on relative costs; on exact costs (zero-width) the statistic is reported
-    as the cost difference B − A in % of the optimal cost instead of an infinite z-score."""
+    """:func:`better` on relative costs (in % of the optimal cost), its wording in points."""
     v = better(a, b, **kw)
-    if any(e.half_width for e in (*a, *b)):
-        return v
-    diffs = [100 * (eb.mean - ea.mean) for ea, eb in zip(a, b, strict=True)]
     quantifier = kw.get("quantifier", "all")
-    stat = max(diffs) if quantifier == "any" else min(diffs)
-    sign = ">" if kw.get("strict", True) else "≥"
-    margin = 100 * kw.get("margin", 0.0)
+    delta = float(np.max(kw["min_effect"]))
+    threshold = f"> {delta:g}" if kw.get("strict", True) else f"> −{delta:g}"
     return dataclasses.replace(
         v,
-        measured=round(stat, 4),
-        expected=f"(B − A) {sign} {margin:g} % of the optimal cost at "
+        expected=f"(B − A) {threshold} points of the optimal cost at "
         f"{'some' if quantifier == 'any' else 'every'} point",
-        tolerance=f"exact costs; numerical margin {abs(margin):g} % of the optimal cost",
     )
 
 
-def near_optimal_verdict(table: CostTable, policy: str, tol_pct: float) -> Verdict:
-    """policy's cost not significantly above (1 + tol)·optimal at every point (∞ fails)."""
+def near_optimal_verdict(
+    table: CostTable, policy: str, tol_pct: float, offset: float = 0.0
+) -> Verdict:
+    """policy's cost (+ ``offset``) not significantly above (1 + tol)·optimal at every point;
+    an unstable policy (infinite cost) is not reproduced."""
     keys = [k for k, v in table.items() if policy in v]
+    if not keys:
+        raise EmptyComparisonError(f"no costs of {policy}")
     finite = [k for k in keys if math.isfinite(table[k][policy].mean)]
-    if keys and not finite:  # unstable everywhere: infinitely far from optimal
-        return Verdict(False, f"{len(keys)} unstable", f"gap ≤ {tol_pct:g}%", "exact", "")
-    bound = Estimate.exact(1 + tol_pct / 100)
+    unstable = [point_label(k) for k in keys if k not in finite]
+    if unstable:
+        return Verdict(
+            NOT_REPRODUCED,
+            float(len(unstable)),
+            f"gap ≤ {tol_pct:g}% at every point",
+            "exact: an unstable policy has an infinite gap",
+            f"unstable (infinite gap) at {', '.join(unstable)}",
+        )
+    bound = Estimate.exact(100 + tol_pct)
+    costs = [shifted(table[k][policy], offset) for k in finite]
     v = better(
-        [table[k][policy] for k in finite],
+        costs,
         [bound] * len(finite),
+        min_effect=0.0,
         quantifier="all",
         strict=False,
         labels=[point_label(k) for k in finite],
     )
-    worst = max(finite, key=lambda k: table[k][policy].mean)
-    unstable = [point_label(k) for k in keys if k not in finite]
-    details = f"largest gap {100 * (table[worst][policy].mean - 1):.3g}% at {point_label(worst)}"
-    if unstable:
-        details += f"; unstable (infinite gap) at {', '.join(unstable)}"
-    exact = not any(table[k][policy].half_width for k in finite)
+    worst = max(range(len(finite)), key=lambda i: costs[i].mean)
+    gap = float(costs[worst].mean) - 100
     return dataclasses.replace(
         v,
-        passed=bool(v.passed and not unstable),
-        measured=(
-            f"{100 * (table[worst][policy].mean - 1):.3g}% largest gap"
-            + (f", {len(unstable)} unstable" if unstable else "")
-            if exact or unstable
-            else v.measured
-        ),
-        expected=f"largest gap ≤ {tol_pct:g}%" if exact else v.expected,
-        details=f"{v.details}; {details}",
+        expected=f"(1 + {tol_pct:g}%)·optimal − cost > 0 at every point (points of the "
+        "optimal cost)",
+        margin=tol_pct,
+        details=f"{v.details}; largest gap {gap:.3g}% at {point_label(finite[worst])}",
     )
+
+
+def largest_gap(table: CostTable, policy: str) -> float:
+    """The largest gap to optimal (%) of a policy over the points (+∞ if unstable anywhere)."""
+    return max(float(v[policy].mean) - 100 for v in table.values() if policy in v)
+
+
+def near_optimal_control(table: CostTable, tol_pct: float) -> tuple[str, Verdict, str]:
+    """The near miss of "within tol of optimal": the rival whose largest gap lies closest above
+    the bound if it is within 2 × tol of it, else a hypothetical policy 3 points above the
+    bound (Whittle's costs shifted so that its largest gap is tol + 3)."""
+    gaps = {r: largest_gap(table, r) for r in RIVALS}
+    above = {r: g for r, g in gaps.items() if tol_pct < g <= 2 * tol_pct}
+    if above:
+        rival = min(above, key=above.get)
+        return (
+            f"{rival.upper()}, the rival whose largest gap lies nearest above the bound",
+            near_optimal_verdict(table, rival, tol_pct),
+            f"largest gap {above[rival]:.3g}% vs the bound {tol_pct:g}%",
+        )
+    offset = tol_pct + 3 - largest_gap(table, "whittle")
+    return (
+        f"a hypothetical policy 3 points above the bound: Whittle's costs + {offset:.3g}% "
+        "of the optimum at every point (no rival's largest gap lies between the bound and "
+        "2× it: " + ", ".join(f"{r.upper()} {g:.3g}%" for r, g in gaps.items()) + ")",
+        near_optimal_verdict(table, "whittle", tol_pct, offset),
+        f"largest gap {tol_pct + 3:g}% vs the bound {tol_pct:g}%",
+    )
+
+
+def equivalent_costs(a: list[Estimate], b: list[Estimate], labels: list[str]) -> Verdict:
+    """Every |B − A| below OUTPERFORM (two one-sided tests on the cost differences)."""
+    gaps = [gap_of(x, y) for x, y in zip(a, b, strict=True)]
+    return agrees(gaps, [0.0] * len(gaps), margin=OUTPERFORM, labels=labels, what="B − A")
 
 
 def policy_claims(rows: Rows, cfg: Mapping[str, Any], method: str) -> list[Claim]:
@@ -330,31 +394,37 @@ def policy_claims(rows: Rows, cfg: Mapping[str, Any], method: str) -> list[Claim
     table = relative_costs(rows, cfg, method)
     tol = cfg.get("near_optimal_pct", 5.0)
     how = "exact costs" if method == "mdp" else "simulated costs (95% CIs)"
+    runs = sorted({str(r["point"]) for r in rows if r.get("point")}) if method == "sim" else []
+    what, ctrl, distance = near_optimal_control(table, tol)
     claims = [
         make_claim(
             "Whittle's index policy is close to optimal over a wide range of parameters — "
             f"our yardstick: its average cost is not significantly above (1 + {tol:g}%) × the "
             f"optimal cost at every (scenario, cost, p) of the grid ({how})",
             near_optimal_verdict(table, "whittle", tol),
-            control=(
-                "random routing (RSA) by the same measure must not be close",
-                near_optimal_verdict(table, "rsa", tol),
-            ),
+            control=(what, ctrl),
+            distance=distance,
+            runs=runs,
         )
     ]
     for rival in RIVALS:
         a, b, labels = finite_pairs(table, "whittle", rival)
-        c_a, c_b, c_labels = finite_pairs(table, rival, "optimal")
         claims.append(
             make_claim(
-                f"Whittle's index policy can outperform {rival.upper()}: its cost is "
-                f"significantly lower at some (scenario, cost, p) ({how})",
-                judge_costs(a, b, quantifier="any", margin=COST_MARGIN, labels=labels),
+                f"Whittle's index policy can outperform {rival.upper()}: its cost is lower by "
+                f"more than {OUTPERFORM:g}% of the optimal cost at some (scenario, cost, p) "
+                f"({how})",
+                judge_costs(a, b, quantifier="any", min_effect=OUTPERFORM, labels=labels),
                 control=(
-                    f"{rival.upper()} can outperform the optimal policy (same test) — must fail",
-                    judge_costs(c_a, c_b, quantifier="any", margin=COST_MARGIN, labels=c_labels),
+                    f"a near miss: {rival.upper()} and Whittle agree within {OUTPERFORM:g}% of "
+                    "the optimal cost at every point (no outperforming anywhere)",
+                    equivalent_costs(a, b, labels),
                 ),
-                details=f"costs relative to the exact optimum; margin {COST_MARGIN:g}",
+                distance=f"the claim needs a gap > {OUTPERFORM:g} points; the near miss has "
+                f"every |gap| < {OUTPERFORM:g}",
+                details=f"costs in % of the exact optimum; minimum effect {OUTPERFORM:g} points "
+                "(the default agreement margin)",
+                runs=runs,
             )
         )
     return claims
@@ -381,6 +451,16 @@ def summary_gaps(rows: Rows) -> Rows:
     return out
 
 
+RECON_MARGINS = (
+    "Margins [lbrepro; the paper gives no numbers]: 'close to optimal' = within 5% of the "
+    "optimal cost at every point (near miss: the rival whose largest gap lies nearest above 5% "
+    "if within 10%, else a hypothetical policy at 8%); 'outperforms' = cheaper by more than "
+    "2% of the optimal cost somewhere (the default agreement margin; near miss: the rival "
+    "agreeing with Whittle within 2% everywhere); 'never worse' (ours) = non-inferiority, not "
+    "dearer than the rival by more than 1% anywhere (near miss: a policy 2% dearer than the "
+    "rival). Simulated against exact costs: agreement within 2%."
+)
+
 POLICY_RECONSTRUCTIONS = (
     RECON_EVENTS,
     RECON_COSTS,
@@ -388,4 +468,5 @@ POLICY_RECONSTRUCTIONS = (
     RECON_JSEW,
     RECON_TRUNC,
     RECON_RELAX,
+    RECON_MARGINS,
 )
