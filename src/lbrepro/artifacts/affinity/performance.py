@@ -9,7 +9,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from lbrepro.artifacts.affinity.config_checks import check_loads_and_d1, service_rates
-from lbrepro.artifacts.affinity.judging import LAM_SHIFT, extrapolate_to_infinity
+from lbrepro.artifacts.affinity.judging import (
+    LAM_SHIFT,
+    PERF_FLOOR,
+    batches_converged,
+    extrapolate_to_infinity,
+    perf_margin,
+)
 from lbrepro.artifacts.affinity.rows import table_row, with_contract_columns
 from lbrepro.artifacts.registry import Rows
 from lbrepro.core.claims import Claim, make_claim
@@ -17,7 +23,7 @@ from lbrepro.core.ids import add_point, num
 from lbrepro.core.io import select
 from lbrepro.core.packing import simulation_seconds
 from lbrepro.core.stats import batch_means_ci
-from lbrepro.core.verdicts import EmptyComparisonError, Verdict, estimate, within
+from lbrepro.core.verdicts import EmptyComparisonError, agrees, estimate
 from lbrepro.models import affinity as model
 from lbrepro.models import supermarket
 from lbrepro.plotting.style import METHOD_STYLE, color, new_figure
@@ -120,6 +126,7 @@ def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
             start="empty",
             seed=s,
         )
+        converged = batches_converged(sim.batch_x[:, :, 1].sum(axis=1))
         for key, vals in _cm_batch_measures(sim).items():
             est = batch_means_ci(vals)
             rows.append(
@@ -135,6 +142,7 @@ def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
                     N=n_srv,
                     seed=seed.entropy,
                     batches=p["batches"],
+                    converged=converged,
                     events=sim.events,
                 )
             )
@@ -172,7 +180,8 @@ def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
                 d1=d1,
                 N=N,
                 seed=seed.entropy,
-                batches=p["batches"],
+                batches=int(jsq.batches),
+                converged=bool(jsq.converged),
             )
         )
     return with_contract_columns(rows, seed, N)
@@ -188,12 +197,13 @@ def formula_values(rows: Rows, policy: str, quantity: str) -> dict[float, float]
 def simulation_claims(
     rows: Rows, cfg: Mapping[str, Any], quantities: tuple[str, ...]
 ) -> list[Claim]:
-    """CM simulation against the fixed-point formulas (N = ∞ values), per quantity.
+    """CM simulation against the fixed-point formulas (N = ∞ values), one claim per quantity.
 
-    Two claims per quantity, both judged with ``within`` on the simulations' CIs and no
-    absolute tolerance: (1) the N → ∞ value extrapolated from N/2 and N (x_N = x_∞ + c/N) lies
-    within its CI of the formula; (2) a labelled finite-N finding: the N-server estimate itself,
-    with no allowance. Control of both: the formula at the neighbouring load λ − LAM_SHIFT.
+    The N → ∞ value extrapolated from N/2 and N (x_N = x_∞ + c/N) agrees with the formula
+    within the agreement margin (2% relative, at least PERF_FLOOR) at every simulated λ. The
+    N-server offsets are reported in the details, not judged: the formula is an N = ∞ value
+    and lbrepro has no refined mean field of this model to predict them. Control: the formula
+    at the neighbouring load λ − LAM_SHIFT, its distance stated in margins.
     """
     mu1, mu2 = service_rates(cfg)
     sims = select(rows, method="sim", policy="cm")
@@ -201,42 +211,39 @@ def simulation_claims(
         raise EmptyComparisonError("affinity: no CM simulation rows")
     Ns = sorted({r["N"] for r in sims})
     N, Nh = Ns[-1], Ns[0]
+    if Nh == N:
+        raise EmptyComparisonError("affinity: the extrapolation needs runs at N and N/2")
     lams = sorted({r["lam"] for r in sims})
     claims: list[Claim] = []
     for q in quantities:
         by = {(r["N"], r["lam"]): estimate(r) for r in sims if r["quantity"] == q}
         ref = [model.performance(lam, mu2, mu1, cfg["d1"])["cm_" + q] for lam in lams]
         ref_c = [model.performance(lam - LAM_SHIFT, mu2, mu1, cfg["d1"])["cm_" + q] for lam in lams]
+        margins = [perf_margin(r) for r in ref]
         labels = [f"λ={lam:g}" for lam in lams]
-        ctrl = f"the formula at the neighbouring loads λ − {LAM_SHIFT:g} must be rejected"
         offsets = "; ".join(
             f"λ={lam:g}: N={n} {by[(n, lam)].mean - r:+.4g} (±{by[(n, lam)].half_width:.2g})"
             for lam, r in zip(lams, ref, strict=True)
             for n in (Nh, N)
         )
-        if Nh < N:
-            ext = [extrapolate_to_infinity(by[(N, lam)], by[(Nh, lam)]) for lam in lams]
-            claims.append(
-                make_claim(
-                    f"CM({cfg['d1']}) {q}: the simulation extrapolated to N → ∞ from N = {Nh} "
-                    f"and {N} (O(1/N) offset) lies within its CI of the fixed-point formula at "
-                    "every simulated λ",
-                    within(ext, ref, labels=labels),
-                    control=(ctrl, within(ext, ref_c, labels=labels)),
-                    source="lbrepro",
-                    details=f"offsets sim − formula: {offsets}",
-                )
-            )
-        est = [by[(N, lam)] for lam in lams]
+        sep = [abs(a - b) / m for a, b, m in zip(ref, ref_c, margins, strict=True)]
+        ext = [extrapolate_to_infinity(by[(N, lam)], by[(Nh, lam)]) for lam in lams]
         claims.append(
             make_claim(
-                f"Finite-N (N = {N}): CM({cfg['d1']}) simulated {q} within its CI of the "
-                "fixed-point formula (an N = ∞ value) at every simulated λ, no allowance",
-                within(est, ref, labels=labels),
-                control=(ctrl, within(est, ref_c, labels=labels)),
+                f"CM({cfg['d1']}) {q}: the simulation extrapolated to N → ∞ from N = {Nh} "
+                f"and {N} (O(1/N) offset) agrees with the fixed-point formula within 2% "
+                f"(at least {PERF_FLOOR:g}) at every simulated λ",
+                agrees(ext, ref, margin=margins, labels=labels, what="extrapolated − formula"),
+                control=(
+                    f"the same agreement with the formula at the neighbouring loads λ − "
+                    f"{LAM_SHIFT:g}",
+                    agrees(ext, ref_c, margin=margins, labels=labels),
+                ),
+                distance=f"Δλ = −{LAM_SHIFT:g}: the formula moves by {min(sep):.3g}–"
+                f"{max(sep):.3g} margins",
                 source="lbrepro",
-                details="at finite N some type-I jobs queue at servers without a type-II job: "
-                "an O(1/N) offset the claim above extrapolates away",
+                details=f"N-server offsets sim − formula (not judged): {offsets}",
+                runs=[f"sim-lam{num(lam)}" for lam in lams],
             )
         )
     return claims
@@ -250,21 +257,6 @@ def loads_above_mu2(rows: Rows, cfg: Mapping[str, Any]) -> list[float]:
     if not lams:
         raise EmptyComparisonError("affinity: no λ of the formula grid lies in (μ2, μ1)")
     return lams
-
-
-def ratio_verdict(ratio: dict, lo: float, hi: float, what: str) -> Verdict:
-    """A ratio lies in [lo, hi] at every λ."""
-    bad = [lam for lam, v in ratio.items() if not lo <= v <= hi]
-    return Verdict(
-        passed=not bad,
-        measured=f"{what} {min(ratio.values()):.3f}–{max(ratio.values()):.3f}",
-        expected=f"in [{lo:g}, {hi:g}] at every λ",
-        tolerance=f"[{lo:g}, {hi:g}]",
-        details=(f"outside at λ = {[round(v, 3) for v in bad]}; " if bad else "")
-        + "; ".join(
-            f"λ={lam:g}: {v:.3f}" for lam, v in list(ratio.items())[:: max(1, len(ratio) // 6)]
-        ),
-    )
 
 
 def plot_panels(rows: Rows, cfg: Mapping[str, Any], groups: tuple, ymax: float) -> Figure:
