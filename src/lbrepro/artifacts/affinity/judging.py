@@ -1,5 +1,5 @@
 """How the affinity claims are judged beyond the shared toolkit: exact verdicts, the paper's
-words turned into stated bands, the N → ∞ extrapolation from N and N/2, the convergence
+words turned into stated bands, the O(1/N) remainder from N and N/2, the convergence
 diagnostic of a fixed-batch run and trends of capped (censored) exit times."""
 
 from __future__ import annotations
@@ -62,18 +62,10 @@ def band_verdict(
     )
 
 
-def extrapolate_to_infinity(big: Estimate, small: Estimate) -> Estimate:
-    """The N → ∞ value from estimates at N and N/2, assuming an O(1/N) offset (Richardson).
-
-    x_N = x_∞ + c/N + o(1/N) gives x_∞ ≈ 2·x_N − x_{N/2}; the two runs are independent, so its
-    half-width is √(4h_N² + h_{N/2}²). Converged only if both runs are.
-    """
-    mean = 2 * float(big.mean) - float(small.mean)
-    half = math.hypot(2 * float(big.half_width), float(small.half_width))
-    batches = min(b for b in (big.batches, small.batches) if b) if big.batches else 0
-    return Estimate(
-        mean, mean - half, mean + half, half, batches, converged=big.converged and small.converged
-    )
+def remainder(big: Estimate, small: Estimate) -> float:
+    """The O(1/N) remainder of the estimate at N: with x_N = x_∞ + c/N, x_N − x_∞ = c/N =
+    x_{N/2} − x_N."""
+    return float(small.mean) - float(big.mean)
 
 
 def batches_converged(series: Sequence[float] | np.ndarray) -> bool:
