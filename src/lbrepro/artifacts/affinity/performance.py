@@ -247,6 +247,7 @@ def simulation_claims(
                 f"{max(r / m for r, m in zip(rem, margins, strict=True)):.2g} margins; "
                 f"offsets sim − formula: {offsets}",
                 runs=[f"sim-lam{num(lam)}" for lam in lams],
+                finding="affinity-type-one-remainder" if q == "wait_time_I" else None,
             )
         )
     return claims
