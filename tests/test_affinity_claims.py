@@ -242,9 +242,12 @@ def test_sim_vs_fluid_holds():
     assert_holds(sim_vs_fluid.check(svf_rows(), SVF_CFG))
 
 
-def test_sim_vs_fluid_offset_of_order_one_over_n_is_extrapolated_away():
-    claims = sim_vs_fluid.check(svf_rows(offset_c=30.0), SVF_CFG)  # 0.015 at N = 2000
-    assert all(c.passed for c in claims if "extrapolated to N → ∞" in c.claim)
+def test_sim_vs_fluid_states_the_one_over_n_remainder_and_judges_it():
+    claims = sim_vs_fluid.check(svf_rows(offset_c=4.0), SVF_CFG)  # 0.002 at N = 2000
+    c = next(c for c in claims if "settles" in c.claim)
+    assert c.passed and "remainder at N = 2000 (x_N/2 − x_N): 0.002" in c.details
+    claims = sim_vs_fluid.check(svf_rows(offset_c=40.0), SVF_CFG)  # 0.02: twice the margin
+    assert failed(claims, "settles at the queueing fixed point")
 
 
 def test_sim_vs_fluid_fails_at_the_wrong_load():
@@ -346,7 +349,7 @@ def test_queue_length_fails():
     claims = queue_length.check(ql_rows(cm_factor=0.9, var_factor=1.0, at_shift=0.02), PERF_CFG)
     assert failed(claims, "slightly more waiting jobs")
     assert failed(claims, "almost twice")
-    assert failed(claims, "extrapolated to N → ∞")
+    assert failed(claims, "agrees with the fixed-point formula")
 
 
 def test_queue_length_slightly_is_a_stated_band_not_plus_69_percent():
@@ -389,7 +392,7 @@ def test_waiting_fails():
     claims = waiting.check(wt_rows(wi_factor=0.9, wii_factor=1.1, at_shift=0.02), PERF_CFG)
     assert failed(claims, "Type-II jobs wait fairly long")
     assert failed(claims, "Type-I jobs wait significantly less")
-    assert failed(claims, "wait_time_I: the simulation extrapolated")
+    assert failed(claims, "wait_time_I: the simulation with N")
 
 
 def test_waiting_type_ii_below_ra_is_an_identity():
@@ -408,7 +411,7 @@ def test_waiting_small_type_i_wait_needs_its_ci_not_an_absolute_tolerance():
         for n in (1000, 500):
             rows.append(sim(val, 0.01 * val, n, policy="cm", quantity=q, lam=0.6, d1=3))
     claims = waiting.check(rows, PERF_CFG)
-    assert failed(claims, "wait_time_I: the simulation extrapolated")
+    assert failed(claims, "wait_time_I: the simulation with N")
 
 
 # ---------------------------------------------------------------------------------------
