@@ -14,12 +14,17 @@ from lbrepro.artifacts.affinity.rows import SLUG, table_row
 from lbrepro.artifacts.registry import Artifact, Rows
 from lbrepro.core.claims import Claim, make_claim
 from lbrepro.core.io import select
-from lbrepro.core.verdicts import EmptyComparisonError, Verdict
+from lbrepro.core.verdicts import EmptyComparisonError, Verdict, exact
 from lbrepro.models import affinity as model
 from lbrepro.plotting.style import color, new_figure
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+
+
+#: Spacing 1/CONTROL_GRID of the control grid at d1* − 1: (10 + 1)(10 + 2)/2 = 66 initial
+#: states (one fixed point there, so a coarse grid suffices to show a single basin).
+CONTROL_GRID = 10
 
 
 def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -58,7 +63,7 @@ def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
     d1_c = model.dstar(lam, mu2, mu1) - 1
     if d1_c >= 1:
         pts_c = model.fixed_points(lam, mu2, mu1, d1_c, K)
-        n_c = min(n, 10)
+        n_c = min(n, CONTROL_GRID)
         for a in range(n_c + 1):
             for b in range(n_c + 1 - a):
                 x0 = np.zeros((K + 1, 2))
@@ -101,26 +106,46 @@ def _two_basins_verdict(lim: Rows, tol: float) -> Verdict:
     nq = sum(r["kind"] == "no-queueing" for r in lim)
     q = sum(r["kind"] == "queueing" for r in lim)
     far = sum(r["distance"] > tol for r in lim)
-    return Verdict(
-        passed=bool(nq and q and not far),
-        measured=f"no-queueing {nq}, queueing {q}, unconverged {far}",
-        expected="both basins non-empty, every state converged",
-        tolerance=tol,
-        details=f"max L1 distance {max(r['distance'] for r in lim):.1e}",
+    return exact(
+        bool(nq and q and not far),
+        float(min(nq, q)),
+        "both basins non-empty (the smaller has ≥ 1 state), every state converged",
+        f"{tol:g} (L1)",
+        f"no-queueing {nq}, queueing {q}, unconverged {far}; "
+        f"max L1 distance {max(r['distance'] for r in lim):.1e}",
     )
 
 
+def _basin_means(q: Rows, nq: Rows, key: str) -> float:
+    """Mean of ``key`` over the queueing basin minus that over the no-queueing basin."""
+    return float(np.mean([r[key] for r in q]) - np.mean([r[key] for r in nq]))
+
+
 def _basin_sides_verdict(q: Rows, nq: Rows) -> Verdict:
-    """The queueing basin has the higher mean x01 and the lower mean x00."""
+    """The queueing basin has the higher mean x01 and the lower mean x00 (exact grid means)."""
     if not q or not nq:
-        return exact_verdict(False, "one basin is empty", "two basins")
-    mq = (np.mean([r["x01"] for r in q]), np.mean([r["x00"] for r in q]))
-    mn = (np.mean([r["x01"] for r in nq]), np.mean([r["x00"] for r in nq]))
-    return Verdict(
-        passed=bool(mq[0] > mn[0] and mq[1] < mn[1]),
-        measured=f"mean x01 {mq[0]:.3f} vs {mn[0]:.3f}; mean x00 {mq[1]:.3f} vs {mn[1]:.3f}",
-        expected="higher mean x01 and lower mean x00 in the first basin",
-        tolerance="exact (a deterministic grid)",
+        return exact_verdict(False, 0.0, "two basins", "one basin is empty")
+    d01, d00 = _basin_means(q, nq, "x01"), _basin_means(q, nq, "x00")
+    return exact(
+        bool(d01 > 0 and d00 < 0),
+        round(min(d01, -d00), 6),
+        "mean x01 higher and mean x00 lower in the queueing basin (both differences > 0)",
+        "exact (a deterministic grid)",
+        f"queueing − no-queueing basin: mean x01 {d01:+.3f}, mean x00 {d00:+.3f}",
+    )
+
+
+def _type_one_verdict(q: Rows, nq: Rows) -> Verdict:
+    """The near miss: the queueing basin is marked by type-I servers (higher mean x10)."""
+    if not q or not nq:
+        return exact_verdict(False, 0.0, "two basins", "one basin is empty")
+    d10 = _basin_means(q, nq, "x10")
+    return exact(
+        d10 > 0,
+        round(d10, 6),
+        "mean x10 higher in the queueing basin",
+        "exact (a deterministic grid)",
+        f"queueing − no-queueing basin: mean x10 {d10:+.3f}",
     )
 
 
@@ -136,12 +161,13 @@ def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
             f"{cfg['d1']}): each converges to a fixed point; both basins are non-empty",
             _two_basins_verdict(lim, tol),
             control=(
-                f"the same grid at d1 = d1* − 1 = {d1_c} (one fixed point) must not show two "
-                "basins",
+                f"the same test on a grid of {len(ctrl)} initial states (spacing "
+                f"1/{CONTROL_GRID}) at d1 = d1* − 1 = {d1_c} shows two basins",
                 _two_basins_verdict(ctrl, tol)
                 if ctrl
-                else exact_verdict(False, "d1* = 1: no d1 below it", "two basins"),
+                else exact_verdict(False, 0.0, "two basins", "d1* = 1: no d1 below it"),
             ),
+            distance=f"d1 = {d1_c}, the largest d1 below the saddle-node (one fixed point)",
         )
     ]
     q = [r for r in lim if r["kind"] == "queueing"]
@@ -152,9 +178,12 @@ def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
             "few idle servers (higher mean x01, lower mean x00 than the no-queueing basin)",
             _basin_sides_verdict(q, nq),
             control=(
-                "the same comparison with the basins swapped must fail",
-                _basin_sides_verdict(nq, q),
+                "the queueing basin is marked by servers with type-I jobs instead (higher mean "
+                "x10)",
+                _type_one_verdict(q, nq),
             ),
+            distance="the third coordinate of the same simplex: the alternative way jobs "
+            "could accumulate (type-I queues instead of type-II jobs)",
         )
     )
     return claims
@@ -200,7 +229,9 @@ ARTIFACT = Artifact(
     title="Fig. 8: basins of attraction on the simplex x00 + x01 + x10 = 1",
     caption=(
         "Initial states on a triangular grid of x00 + x01 + x10 = 1 coloured by the fixed "
-        "point their fluid trajectory reaches, λ = 0.8, μ2 = 0.5, d1 = 25."
+        "point their fluid trajectory reaches, λ = 0.8, μ2 = 0.5, d1 = 25 ((grid + 1)(grid "
+        "+ 2)/2 states: 496 at grid = 30). The control at d1* − 1 uses a coarser grid of 66 "
+        "states."
     ),
     methods=("MF",),
     points=points,

@@ -14,7 +14,7 @@ from lbrepro.artifacts.affinity.rows import table_row
 from lbrepro.artifacts.registry import Rows
 from lbrepro.core.claims import Claim, make_claim
 from lbrepro.core.io import select
-from lbrepro.core.verdicts import EmptyComparisonError, Verdict
+from lbrepro.core.verdicts import Component, EmptyComparisonError, Verdict, decide, exact
 from lbrepro.models import affinity as model
 from lbrepro.plotting.style import color, new_figure
 
@@ -147,31 +147,58 @@ def _converged_verdict(limits: Rows, key: str, tol: float, kinds: tuple[str, ...
         raise EmptyComparisonError("affinity trajectories: no limit rows")
     bad = [r for r in limits if r[key] > tol or not r["stable"] or r["kind"] not in kinds]
     worst = max(r[key] for r in limits)
-    return Verdict(
-        passed=not bad,
-        measured=f"max L1 distance {worst:.2e}",
-        expected=f"≤ {tol:g} from a stable {' or '.join(kinds)} fixed point",
-        tolerance=tol,
-        details=f"{len(limits) - len(bad)}/{len(limits)} trajectories converged",
+    return exact(
+        not bad,
+        float(f"{worst:.3e}"),
+        f"max L1 distance ≤ {tol:g} from a stable {' or '.join(kinds)} fixed point",
+        f"{tol:g} (L1)",
+        f"{len(limits) - len(bad)}/{len(limits)} trajectories converged",
     )
 
 
-def _majority_verdict(k: int, n: int, what: str) -> Verdict:
-    """A one-sided binomial test that more than half of n random initial states go to ``what``,
-    and not all of them (the other fixed point is reached too)."""
-    # Imported here: scipy.stats costs every compute job ~0.6 s, and only checks need it.
-    from scipy.stats import binomtest
+#: The near miss of "most trajectories": an even split, the share within EVEN of one half.
+EVEN = 0.05
 
+
+def _share_interval(k: int, n: int) -> tuple[float, float]:
+    """The two-sided 95% Clopper–Pearson interval of a binomial share k/n."""
+    # Imported here: scipy.stats costs every compute job ~0.6 s, and only checks need it.
+    from scipy.stats import beta
+
+    lo = float(beta.ppf(0.025, k, n - k + 1)) if k > 0 else 0.0
+    hi = float(beta.ppf(0.975, k + 1, n - k)) if k < n else 1.0
+    return lo, hi
+
+
+def _majority_verdicts(k: int, n: int, what: str) -> tuple[Verdict, Verdict]:
+    """ "Most of n random initial states go to ``what``, and not all" (the share's 95% interval
+    above 1/2, and k < n), and its near miss: an even split, |share − 1/2| < EVEN."""
     if n == 0:
         raise EmptyComparisonError("affinity-bistability: no trajectories to count")
-    pval = float(binomtest(k, n, 0.5, alternative="greater").pvalue)
-    return Verdict(
-        passed=pval < 0.05 and k < n,
-        measured=f"{k}/{n} to the {what} point",
-        expected="a majority (binomial p < 0.05 against one half), not all",
-        tolerance="one-sided binomial test at 5%",
-        details=f"p = {pval:.2g}",
+    share = k / n
+    lo, hi = _share_interval(k, n)
+    hw = max(share - lo, hi - share)
+    comps = [
+        Component(f"share to the {what} point", share, hw, 0.5, "above"),
+        Component("states reaching the other point", float(n - k), 0.0, 0.5, "above"),
+    ]
+    claim = decide(
+        comps,
+        expected=f"share to the {what} point > 1/2 (95% Clopper–Pearson), and not all",
+        tolerance="the share's whole 95% interval above 1/2",
+        margin=0.5,
+        details=f"{k}/{n} to the {what} point, 95% interval [{lo:.3f}, {hi:.3f}]",
     )
+    even = decide(
+        [
+            Component("even split (share > 1/2 − m)", share, hw, 0.5 - EVEN, "above"),
+            Component("even split (share < 1/2 + m)", share, hw, 0.5 + EVEN, "below"),
+        ],
+        expected=f"|share − 1/2| < {EVEN:g}",
+        tolerance=f"margin {EVEN:g}",
+        margin=EVEN,
+    )
+    return claim, even
 
 
 def check_trajectories(rows: Rows, cfg: Mapping[str, Any], want_unique: bool) -> list[Claim]:
@@ -181,11 +208,16 @@ def check_trajectories(rows: Rows, cfg: Mapping[str, Any], want_unique: bool) ->
     lam_c = limits[0]["lam_control"] if limits else cfg["lam"] - LAM_SHIFT
     kinds = ("queueing",) if want_unique else ("queueing", "no-queueing")
     control = (
-        f"the same distance to the fixed points at the neighbouring load λ = {lam_c:g} must "
-        f"exceed {tol:g}",
+        f"the trajectories end within {tol:g} of the fixed points at the neighbouring load "
+        f"λ = {lam_c:g}",
         _converged_verdict(
             [r | {"stable": True, "kind": kinds[0]} for r in limits], "distance_control", tol, kinds
         ),
+    )
+    near = min((r["distance_control"] for r in limits), default=0.0)
+    distance = (
+        f"Δλ = −{LAM_SHIFT:g}: the fixed points move by at least {near:.3g} (L1), "
+        f"{near / tol:.3g} convergence tolerances"
     )
     if want_unique:
         return [
@@ -195,6 +227,7 @@ def check_trajectories(rows: Rows, cfg: Mapping[str, Any], want_unique: bool) ->
                 "paper: numerical experiments suggest it is a global attractor)",
                 _converged_verdict(limits, "distance", tol, kinds),
                 control=control,
+                distance=distance,
             )
         ]
     claims = [
@@ -203,20 +236,20 @@ def check_trajectories(rows: Rows, cfg: Mapping[str, Any], want_unique: bool) ->
             "random initial states converge to one of the two locally stable fixed points",
             _converged_verdict(limits, "distance", tol, kinds),
             control=control,
+            distance=distance,
         )
     ]
     pool = limits + select(rows, quantity="limit_extra")
     n = len(pool)
     k_q = sum(r["kind"] == "queueing" for r in pool)
+    most, even = _majority_verdicts(k_q, n, "queueing")
     claims.append(
         make_claim(
             f"d1 = {cfg['d1']}: most trajectories converge to the queueing (type-II) fixed point "
             "and some to the no-queueing one",
-            _majority_verdict(k_q, n, "queueing"),
-            control=(
-                "the same majority test for the no-queueing fixed point must fail",
-                _majority_verdict(n - k_q, n, "no-queueing"),
-            ),
+            most,
+            control=("an even split between the two fixed points", even),
+            distance=f"the share within {EVEN:g} of one half, the boundary of 'most'",
             details=f"the figure's {len(limits)} plus {n - len(limits)} further random initial "
             "states (final states only)",
         )

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from lbrepro.artifacts.affinity.config_checks import service_rates
+from lbrepro.artifacts.affinity.judging import QUARTER, band_verdict
 from lbrepro.artifacts.affinity.performance import (
     compute,
     cost,
@@ -15,7 +16,6 @@ from lbrepro.artifacts.affinity.performance import (
     loads_above_mu2,
     plot_panels,
     points,
-    ratio_verdict,
     simulation_claims,
     summary_of,
     validator_for_load_grids,
@@ -24,11 +24,11 @@ from lbrepro.artifacts.affinity.reconstructions import (
     ASSIGNMENT_NOTE,
     EXTRAPOLATION_NOTE,
     PERF_NOTE,
+    WORDS_NOTE,
 )
 from lbrepro.artifacts.affinity.rows import SLUG
 from lbrepro.artifacts.registry import Artifact, Rows
 from lbrepro.core.claims import Claim, make_claim
-from lbrepro.core.verdicts import Verdict
 from lbrepro.meanfield.closed_forms import doubly_exponential_tail
 from lbrepro.models import affinity as model
 
@@ -36,58 +36,47 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 
-def _slightly_above_verdict(a: dict, b: dict, ra: dict, lams: list[float], bound: float) -> Verdict:
-    """A above B at every λ, by at most ``bound`` of RA's excess over B: (A − B)/(RA − B)."""
-    above = [lam for lam in lams if a[lam] > b[lam]]
-    rel = {lam: (a[lam] - b[lam]) / (ra[lam] - b[lam]) for lam in lams}
-    return Verdict(
-        passed=len(above) == len(lams) and max(rel.values()) <= bound,
-        measured=f"{len(above)}/{len(lams)} above; relative excess "
-        f"{min(rel.values()):.3f}–{max(rel.values()):.3f}",
-        expected=f"above at every λ, (A − B)/(RA − B) ≤ {bound:g}",
-        tolerance=bound,
-        details="; ".join(
-            f"λ={lam:g}: {a[lam]:.3f} vs {b[lam]:.3f} (RA {ra[lam]:.3f})"
-            for lam in lams[:: max(1, len(lams) // 5)]
-        ),
-    )
-
-
 def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
-    """CM slightly above JSQ(d1), JSQ's variance almost twice CM's; simulation vs formulas."""
-    cm, jsq, ra = (formula_values(rows, p, "wait_jobs") for p in ("cm", "jsq", "ra"))
+    """CM slightly above JSQ(d1), JSQ's variance almost twice CM's; simulation vs formulas.
+
+    The paper's words become stated bands of the ratio (judging.QUARTER): "slightly larger"
+    = CM/JSQ in (1, 1.25]; "almost twice" = Var_JSQ/Var_CM in (1.5, 2] (short of 2 by at
+    most a quarter). Each control is the adjacent band of the same ratio.
+    """
+    cm, jsq = (formula_values(rows, p, "wait_jobs") for p in ("cm", "jsq"))
     cmv, jsqv = formula_values(rows, "cm", "wait_var"), formula_values(rows, "jsq", "wait_var")
     lams = loads_above_mu2(rows, cfg)
     d = cfg["d1"]
     var_ratio = {lam: jsqv[lam] / cmv[lam] for lam in lams}
-    mean_ratio = {lam: jsq[lam] / cm[lam] for lam in lams}
-    in_band = [lam for lam, v in var_ratio.items() if 1.7 <= v <= 2.3]
+    mean_ratio = {lam: cm[lam] / jsq[lam] for lam in lams}
     total = {lam: _total_jobs_var_ratio(lam, cfg) for lam in lams}
-    total_band = [lam for lam, v in total.items() if 1.7 <= v <= 2.3]
+    hi, twice = 1 + QUARTER, 2 * (1 - QUARTER)
+    total_band = [lam for lam, v in total.items() if twice < v <= 2]
     claims = [
         make_claim(
             f"CM({d}) has slightly more waiting jobs per server than JSQ({d}) (fixed-point "
-            "formulas, every λ ∈ (μ2, 1) of the grid; our yardstick for 'slightly': the excess "
-            "is at most a fifth of RA's excess over JSQ)",
-            _slightly_above_verdict(cm, jsq, ra, lams, 0.2),
+            "formulas, every λ ∈ (μ2, 1) of the grid; 'slightly': CM/JSQ in "
+            f"(1, {hi:g}], at most a quarter more)",
+            band_verdict(mean_ratio, 1.0, hi, "mean_CM / mean_JSQ", "slightly larger"),
             control=(
-                f"the same test with CM and JSQ({d}) swapped must fail",
-                _slightly_above_verdict(jsq, cm, ra, lams, 0.2),
+                f"CM({d}) moderately above JSQ({d}): the adjacent band ({hi:g}, {hi + QUARTER:g}]",
+                band_verdict(mean_ratio, hi, hi + QUARTER, "mean_CM / mean_JSQ", "moderately"),
             ),
+            distance=f"the next quarter of the same ratio, beyond the boundary {hi:g}",
         ),
         make_claim(
             f"The variance of the waiting jobs per server under JSQ({d}) is almost twice that "
-            f"under CM({d}) (every λ ∈ (μ2, 1) of the grid; our yardstick for 'almost twice': "
-            "a ratio in [1.7, 2.3])",
-            ratio_verdict(var_ratio, 1.7, 2.3, "Var_JSQ / Var_CM"),
+            f"under CM({d}) (every λ ∈ (μ2, 1) of the grid; 'almost twice': a ratio in "
+            f"({twice:g}, 2], short of 2 by at most a quarter)",
+            band_verdict(var_ratio, twice, 2.0, "Var_JSQ / Var_CM", "almost twice"),
             control=(
-                "the same yardstick on the ratio of the means JSQ/CM (the paper: close) must fail",
-                ratio_verdict(mean_ratio, 1.7, 2.3, "mean_JSQ / mean_CM"),
+                f"about one and a half times: the adjacent band (1, {twice:g}]",
+                band_verdict(var_ratio, 1.0, twice, "Var_JSQ / Var_CM", "one and a half"),
             ),
-            details=f"ratio in the band at {len(in_band)}/{len(lams)} λ; counting the job in "
-            f"service too (total jobs per server) it is {min(total.values()):.3f}–"
-            f"{max(total.values()):.3f}, in the band at {len(total_band)}/{len(lams)} λ "
-            f"({[round(v, 3) for v in total_band]})",
+            distance=f"the next quarter of the same ratio, below the boundary {twice:g}",
+            details=f"counting the job in service too (total jobs per server) the ratio is "
+            f"{min(total.values()):.3f}–{max(total.values()):.3f}, in the band at "
+            f"{len(total_band)}/{len(lams)} λ",
         ),
     ]
     return claims + simulation_claims(rows, cfg, ("wait_jobs", "wait_var"))
@@ -156,5 +145,5 @@ ARTIFACT = Artifact(
     plot=plot,
     summary=summary_of(("wait_jobs", "wait_var")),
     validate=validator_for_load_grids("affinity-queue-length"),
-    reconstructions=(ASSIGNMENT_NOTE, PERF_NOTE, EXTRAPOLATION_NOTE),
+    reconstructions=(ASSIGNMENT_NOTE, PERF_NOTE, EXTRAPOLATION_NOTE, WORDS_NOTE),
 )

@@ -60,13 +60,18 @@ def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
         """Whether f_aff(d) − f_ref has the expected sign at its worst position."""
         got = _smallest_gap(rows, d)
         if got is None:  # d − 1 < N/2: no worst-case step function exists, nothing dominates
-            return exact_verdict(False, f"d = {d} < N/2: no two-jump step function", "n/a")
+            return exact_verdict(
+                False, -1.0, "a two-jump step function", f"d = {d} < N/2: none exists"
+            )
         gap, n = got
         ok = gap >= 0 if above else gap < 0
         return exact_verdict(
             ok,
-            f"min (f_aff − f_ref) = {float(gap):+.4f} at n = {n}",
-            "≥ 0 at every position" if above else "< 0 at some position",
+            round(float(gap), 6),
+            "min (f_aff − f_ref) ≥ 0 at every position"
+            if above
+            else "min (f_aff − f_ref) < 0 at some position",
+            f"min (f_aff − f_ref) = {float(gap):+.4f} at n = {n} (exact {gap})",
         )
 
     claims = []
@@ -84,10 +89,17 @@ def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
             )
             ctrl_d = need
         ctrl = (
-            f"the same test at d = {ctrl_d}, on the other side of Table 1's boundary, must fail",
+            f"the same sign holds at d = {ctrl_d}, on the other side of Table 1's boundary",
             verdict(ctrl_d, d >= need),
         )
-        claims.append(make_claim(text, verdict(d, d >= need), control=ctrl))
+        claims.append(
+            make_claim(
+                text,
+                verdict(d, d >= need),
+                control=ctrl,
+                distance=f"one degree across the dominance boundary (d = {need - 1} | {need})",
+            )
+        )
     return claims
 
 

@@ -35,7 +35,9 @@ def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
     return rows
 
 
+#: The published row: the seed text's Table 1 (seed 003, §3, N = 50; k = 2, 3, 4, 5).
 PUBLISHED_TABLE1 = {2: 31, 3: 34, 4: 36, 5: 38}
+TABLE1_SOURCE = "the seed text's Table 1 (seed 003, §3: N = 50, k = 2–5)"
 
 
 def _computed_row(N: int, ks: list[int]) -> list[int]:
@@ -67,30 +69,37 @@ def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
         miss = [k for k, a, b in zip(ks, row, pub, strict=True) if a != b]
         return exact_verdict(
             not miss,
-            str(row),
-            str(pub),
-            f"N = {n}: differs from the published row at k = {miss}" if miss else "",
+            len(ks) - len(miss),
+            f"{len(ks)} of {len(ks)} k equal to {pub}",
+            f"N = {n}: computed {row}"
+            + (f", differs from the published row at k = {miss}" if miss else ""),
         )
 
     # A computed row against the published one can fail: a verdict. Control: the same exact
     # computation at N ± 1 must not reproduce the published row (the table pins N = 50 down).
-    ctrl = [reproduces(_computed_row(n, ks), n) for n in (N - 1, N + 1)]
+    near = {n: _computed_row(n, ks) for n in (N - 1, N + 1)}
+    ctrl = [reproduces(row, n) for n, row in near.items()]
+    shifts = "; ".join(
+        f"N = {n}: {row} (d moves by {[a - b for a, b in zip(row, pub, strict=True)]})"
+        for n, row in near.items()
+    )
     claims = [
         make_claim(
             f"Table 1 (N = {N}): the smallest degree d for k = 2, 3, 4, 5 equals the published "
-            "31, 34, 36, 38",
+            f"31, 34, 36, 38 (source: {TABLE1_SOURCE})",
             reproduces([got.get(k) for k in ks], N),
             control=(
-                f"the same computation at N = {N - 1} and N = {N + 1} must not reproduce the row",
-                Verdict(
+                f"the same computation at N = {N - 1} or N = {N + 1} reproduces the row",
+                exact_verdict(
                     any(c.passed for c in ctrl),
-                    " / ".join(str(c.measured) for c in ctrl),
+                    max(c.measured for c in ctrl),
                     str(pub),
-                    "exact",
                     "; ".join(c.details for c in ctrl),
                 ),
             ),
+            distance=f"one server either side of N = {N}: {shifts}",
             details="exact integer arithmetic: (d+1)·C(N,k) > N·(C(N,k) − C(d+1,k))",
+            source="published",
         )
     ]
     # The paper's shortcut: f_ref is concave, so the test at the single position N − d − 1
@@ -98,19 +107,25 @@ def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
     # not agree with dominance everywhere for every k.
     rows_d = select(rows, quantity="d_min")
     agree = [r["k"] for r in rows_d if r["dominates_everywhere"] and not r["d_minus_1"]]
-    naive = [r["k"] for r in rows_d if _shortcut_agrees(N, r["k"], _first_jump_d(N, r["k"]))]
+    first = {r["k"]: _first_jump_d(N, r["k"]) for r in rows_d}
+    naive = [r["k"] for r in rows_d if _shortcut_agrees(N, r["k"], first[r["k"]])]
+    moved = [first[r["k"]] - r["value"] for r in rows_d]
     claims.append(
         make_claim(
             "Concavity shortcut: the single-position test f_aff(N−d−1) > f_ref(N−d−1) gives "
             "the smallest d with f_aff ≥ f_ref at every position, for every k",
-            exact_verdict(len(agree) == len(rows_d), f"{len(agree)}/{len(rows_d)} k", "every k"),
+            exact_verdict(
+                len(agree) == len(rows_d), len(agree), f"{len(rows_d)} of {len(rows_d)} k"
+            ),
             control=(
-                "a naive single-position test at the first jump (position 1) must not agree for "
-                "every k",
+                "a naive single-position test at the first jump (position 1) gives the same d "
+                "for every k",
                 exact_verdict(
-                    len(naive) == len(rows_d), f"{len(naive)}/{len(rows_d)} k", "every k"
+                    len(naive) == len(rows_d), len(naive), f"{len(rows_d)} of {len(rows_d)} k"
                 ),
             ),
+            distance="the neighbouring single-position test (position 1 instead of N − d − 1): "
+            f"its d differs from the shortcut's by {min(moved)} to {max(moved)} over k",
             details="checked with exact fractions at all N + 1 positions for d and d − 1",
             source="lbrepro",
         )
@@ -138,4 +153,8 @@ ARTIFACT = Artifact(
     compute=compute,
     check=check,
     summary=summary,
+    reconstructions=(
+        f"The published row 31, 34, 36, 38 is {TABLE1_SOURCE}; the computed d for other k "
+        "comes from the same exact integer condition.",
+    ),
 )
