@@ -45,8 +45,88 @@ def validate_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
     for artifact in registry.all_artifacts():
         if artifact.id in config:
             artifact.validate(config[artifact.id])
-            jobs(config, artifact.id)  # unique, file-name-safe point ids, packed into jobs
+            _packed(config, artifact.id)  # unique, file-name-safe point ids, packed into jobs
     return config
+
+
+#: The ``simulation`` keys a compute job reads besides its points (the event budget and the
+#: doublings of a run: both can change its numbers). They are part of every compute job's
+#: params (:func:`compute_params`), so a change reruns the jobs; ``compute_points`` reads
+#: exactly these, from here.
+COMPUTE_SIMULATION_KEYS = ("max_events", "extend")
+#: ``simulation`` keys that change how the work is scheduled, never a number or a verdict:
+#: the packing budget (it changes the job ids, not what a point computes) and the resources
+#: a job asks for. Every other key of the config reaches the params of the jobs it affects.
+SCHEDULING_KEYS = frozenset({"job_seconds", "runtime_min", "mem_mb"})
+
+
+class Plan:
+    """The jobs of a whole config, computed once: points and packing of every artifact.
+
+    Snakemake asks for a job's inputs and params once per job; computing the artifact's points
+    again for each of them made planning quadratic in the number of points. A plan computes
+    them once per artifact (on first use), so planning is linear.
+    """
+
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        self.config = config
+        self._packed: dict[str, tuple[dict[str, dict[str, Any]], dict[str, list[str]]]] = {}
+
+    def packed(
+        self, artifact_id: str
+    ) -> tuple[dict[str, dict[str, Any]], dict[str, list[str]]]:
+        """The artifact's points and jobs (cached)."""
+        if artifact_id not in self._packed:
+            self._packed[artifact_id] = _packed(self.config, artifact_id)
+        return self._packed[artifact_id]
+
+    def jobs(self, artifact_id: str) -> dict[str, list[str]]:
+        """Job id → point ids, as :func:`jobs`."""
+        return self.packed(artifact_id)[1]
+
+    def job_params(self, artifact_id: str, job_id: str) -> dict[str, Any]:
+        """A job's points (point id → parameters), as :func:`job_params`."""
+        table, packed = self.packed(artifact_id)
+        if job_id not in packed:
+            raise KeyError(f"{artifact_id}: unknown job {job_id!r}")
+        return {p: table[p] for p in packed[job_id]}
+
+    def compute_params(self, artifact_id: str, job_id: str) -> dict[str, Any]:
+        """The params of rule compute_points for one job, as :func:`compute_params`."""
+        return {
+            "seed": self.config["seed"],
+            "simulation": compute_simulation(self.config),
+            "points": self.job_params(artifact_id, job_id),
+        }
+
+
+def plan(config: Mapping[str, Any]) -> Plan:
+    """A :class:`Plan` of ``config`` (the workflow makes one, after validating the config)."""
+    return Plan(config)
+
+
+def compute_simulation(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``simulation`` keys a compute job reads besides its points (None: the default)."""
+    sim = config.get("simulation", {})
+    return {key: sim.get(key) for key in COMPUTE_SIMULATION_KEYS}
+
+
+def compute_params(config: Mapping[str, Any], artifact_id: str, job_id: str) -> dict[str, Any]:
+    """Everything a compute job's numbers depend on: the seed, the ``simulation`` keys it
+    reads (:data:`COMPUTE_SIMULATION_KEYS`) and its points' parameters. The params of rule
+    compute_points: a change of any of them reruns exactly that job."""
+    return Plan(config).compute_params(artifact_id, job_id)
+
+
+def artifact_params(config: Mapping[str, Any], artifact_id: str) -> dict[str, Any]:
+    """Everything a figure or a claim check of the artifact reads from the config: its merged
+    config section (:func:`artifact_config`) without the scheduling keys. The params of rules
+    plot_figure and check_claims: a change reruns them (a tolerance changes a verdict)."""
+    return {
+        key: value
+        for key, value in artifact_config(config, artifact_id).items()
+        if key not in SCHEDULING_KEYS or key in config[artifact_id]
+    }
 
 
 def artifact_config(config: Mapping[str, Any], artifact_id: str) -> dict[str, Any]:
@@ -116,7 +196,7 @@ def compute_points(
     """
     artifact = registry.get(artifact_id)
     table = points(config, artifact_id)
-    sim = config.get("simulation", {})
+    sim = compute_simulation(config)
     rows: list[dict[str, Any]] = []
     for point_id in point_ids:
         if point_id not in table:

@@ -18,13 +18,15 @@ from lbrepro.artifacts.registry import (
 from lbrepro.core.runlock import clear_stale_locks, forget_run, record_run
 from snakemake_interface_executor_plugins.settings import ExecMode
 from lbrepro.core.errors import ConfigError
-from lbrepro.pipeline import job_params, jobs, validate_config
+from lbrepro.pipeline import artifact_params, plan, validate_config
 
 try:
     validate_config(config)  # base schema (lbrepro/schemas) + each paper's schema.yaml
 except ConfigError as err:
     # One clear line naming the key, before any job runs (no traceback).
     sys.exit(f"invalid configuration: {err}")
+# Every artifact's points and jobs, computed once (planning stays linear in the points).
+PLAN = plan(config)
 
 # Resume after any interruption: locks left by a killed run (SIGKILL) are removed when the
 # process that held them is gone; incomplete outputs rerun (profiles/default).
@@ -64,16 +66,24 @@ def job_files(wildcards):
     """The job tables an artifact's table is collected from."""
     return [
         JOB.format(slug=wildcards.slug, artifact=wildcards.artifact, job=j)
-        for j in jobs(config, wildcards.artifact)
+        for j in PLAN.jobs(wildcards.artifact)
     ]
 
 
 def params_of_job(wildcards):
-    """The parameters of a job's points and the seed: a change reruns exactly that job."""
-    return {
-        "seed": config["seed"],
-        "points": job_params(config, wildcards.artifact, wildcards.job),
-    }
+    """What a job's numbers depend on (seed, simulation keys, its points): a change reruns
+    exactly that job (lbrepro.pipeline.compute_params)."""
+    return PLAN.compute_params(wildcards.artifact, wildcards.job)
+
+
+def params_of_artifact(wildcards):
+    """The artifact's merged config section: a change reruns its figure and claim checks."""
+    return artifact_params(config, wildcards.artifact)
+
+
+def params_of_report(wildcards):
+    """The whole config: the report shows it (parameters, provenance), so a change rerenders."""
+    return dict(config)
 
 
 def paper_title(wildcards):
