@@ -147,9 +147,9 @@ def test_every_key_reruns_exactly_its_jobs(section: str, key: str) -> None:
             # scheduling only: no number and no verdict changes; job ids may (packing)
             assert not (rerun & judged), sorted(rerun & judged)[:3]
             same = {j for j in rerun if j[0] == "compute_points" and j in BEFORE}
-            assert all(
-                snapshot(config).get(j) is None for j in same
-            ), "a compute job kept its id but changed its params"
+            assert all(snapshot(config).get(j) is None for j in same), (
+                "a compute job kept its id but changed its params"
+            )
         elif key in COMPUTE_SIMULATION_KEYS:
             assert computes <= rerun, sorted(computes - rerun)[:3]
             assert judged <= rerun

@@ -72,9 +72,7 @@ class Plan:
         self.config = config
         self._packed: dict[str, tuple[dict[str, dict[str, Any]], dict[str, list[str]]]] = {}
 
-    def packed(
-        self, artifact_id: str
-    ) -> tuple[dict[str, dict[str, Any]], dict[str, list[str]]]:
+    def packed(self, artifact_id: str) -> tuple[dict[str, dict[str, Any]], dict[str, list[str]]]:
         """The artifact's points and jobs (cached)."""
         if artifact_id not in self._packed:
             self._packed[artifact_id] = _packed(self.config, artifact_id)
