@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -19,7 +20,8 @@ from lbrepro.config import assemble_schema, validate_schema
 from lbrepro.core.claims import write_checks
 from lbrepro.core.errors import ConfigError
 from lbrepro.core.ids import check_point_ids
-from lbrepro.core.io import concat_tables, read_table, write_table
+from lbrepro.core.io import read_table, write_table
+from lbrepro.core.manifest import verify, write_digest
 from lbrepro.core.packing import pack_points
 from lbrepro.core.rng import stream
 from lbrepro.sim.runlength import event_budget
@@ -205,12 +207,59 @@ def compute_points(
             computed = artifact.compute(params, stream(int(config["seed"]), artifact_id, point_id))
         rows.extend({"artifact": artifact_id, "point": point_id} | r for r in computed)
     write_table(rows, out)
+    write_digest(out, rows=len(rows), points=list(point_ids))
     log.info("%s: %d points, %d rows written to %s", artifact_id, len(point_ids), len(rows), out)
 
 
-def collect_table(inputs: Sequence[str | Path], out: str | Path) -> None:
-    """Concatenate the job tables of one artifact into its tidy table."""
-    write_table(concat_tables(inputs), out)
+def job_table_problem(plan: Plan, artifact_id: str, path: str | Path) -> str | None:
+    """Why the job table at ``path`` is not the complete table of its planned points (None:
+    it is): no digest record, other points than the plan, truncated, empty or edited."""
+    job = Path(path).name.removesuffix(".csv")
+    planned = plan.jobs(artifact_id).get(job)
+    if planned is None:
+        return f"no job {job!r} in the plan"
+    return verify(path, points=planned)
+
+
+def damaged_job_tables(the_plan: Plan) -> Iterator[tuple[str, str]]:
+    """Existing job tables of the plan that do not match their record's size, or have none:
+    (path, why). A stat per table (planning stays fast); collection checks the digests."""
+    from lbrepro.artifacts.registry import JOB
+
+    for artifact in registry.enabled(the_plan.config):
+        for job, planned in the_plan.jobs(artifact.id).items():
+            path = JOB.format(slug=artifact.slug, artifact=artifact.id, job=job)
+            if os.path.exists(path):
+                problem = verify(path, points=planned, full=False)
+                if problem is not None:
+                    yield path, problem
+
+
+def collect_table(
+    inputs: Sequence[str | Path],
+    out: str | Path,
+    config: Mapping[str, Any] | None = None,
+    artifact_id: str | None = None,
+) -> None:
+    """Concatenate the job tables of one artifact into its tidy table.
+
+    With ``config`` and ``artifact_id``, every job table is first verified against the record
+    its job wrote (lbrepro.core.manifest): a table that is not complete — a point missing,
+    truncated at or inside a row, empty, edited, or from a job that wrote no record — is
+    recomputed here, from its planned points, rather than collected as it is.
+    """
+    rows: list[dict[str, Any]] = []
+    the_plan = plan(config) if config is not None and artifact_id is not None else None
+    for path in inputs:
+        if the_plan is not None and artifact_id is not None:
+            problem = job_table_problem(the_plan, artifact_id, path)
+            if problem is not None:
+                job = Path(path).name.removesuffix(".csv")
+                log.warning("%s: %s; recomputing job %s", path, problem, job)
+                compute_points(config, artifact_id, the_plan.jobs(artifact_id)[job], path)
+        rows.extend(read_table(path))
+    write_table(rows, out)
+    write_digest(out, rows=len(rows))
 
 
 def plot_artifact(
@@ -222,6 +271,8 @@ def plot_artifact(
     artifact = registry.get(artifact_id)
     fig = artifact.plot(read_table(table), artifact_config(config, artifact_id))
     save_figure(fig, png, svg)
+    write_digest(png)
+    write_digest(svg)
 
 
 def check_artifact(
@@ -233,6 +284,7 @@ def check_artifact(
     for c in claims:
         log.info("%s: %s — %s", "reproduced" if c.passed else "NOT reproduced", c.claim, c.measured)
     write_checks(claims, out)
+    write_digest(out)
 
 
 @contextlib.contextmanager

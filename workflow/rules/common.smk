@@ -3,6 +3,7 @@
 # same list the CLI and the report enumerate.
 import os
 import sys
+from pathlib import Path
 
 from lbrepro.artifacts.registry import (
     CHECKS,
@@ -18,7 +19,7 @@ from lbrepro.artifacts.registry import (
 from lbrepro.core.runlock import clear_stale_locks, forget_run, record_run
 from snakemake_interface_executor_plugins.settings import ExecMode
 from lbrepro.core.errors import ConfigError
-from lbrepro.pipeline import artifact_params, plan, validate_config
+from lbrepro.pipeline import artifact_params, damaged_job_tables, plan, validate_config
 
 try:
     validate_config(config)  # base schema (lbrepro/schemas) + each paper's schema.yaml
@@ -34,6 +35,18 @@ if workflow.exec_mode == ExecMode.DEFAULT and not workflow.dryrun:
     _stale = clear_stale_locks()
     if _stale is not None:
         print(f"lbrepro: removed the locks of an interrupted run (pid {_stale})", file=sys.stderr)
+
+
+# A job table that is not what its job wrote (truncated, empty, no digest record) is
+# recomputed: removed here, so the job reruns (collect_table also checks the digests). Never
+# while another run holds the locks: its tables may be half-recorded, and Snakemake will
+# refuse this run anyway.
+if workflow.exec_mode == ExecMode.DEFAULT and not any(Path(".snakemake/locks").glob("*")):
+    for _path, _why in damaged_job_tables(PLAN):
+        _verb = "would be recomputed" if workflow.dryrun else "recomputing it"
+        print(f"lbrepro: {_path}: {_why}; {_verb}", file=sys.stderr)
+        if not workflow.dryrun:
+            os.unlink(_path)
 
 
 onstart:
