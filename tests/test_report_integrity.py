@@ -17,7 +17,6 @@ from lbrepro.core.manifest import write_digest
 from lbrepro.report.manifest import CHANGED, UNRECORDED, VERIFIED, file_status
 from lbrepro.report.render import build_context
 from lbrepro.report.sanitize import MAX_DEPTH, read_json_bounded, visible
-
 from test_report import FakeTree, fake_artifact
 
 HOSTILE = "ok\x00\x1b[2J\u202edecudorper\u2066x\u2069\x9b"
@@ -26,7 +25,8 @@ HOSTILE = "ok\x00\x1b[2J\u202edecudorper\u2066x\u2069\x9b"
 def _tree(root: Path, claims: list[Claim]) -> FakeTree:
     art = fake_artifact("toy-x", plot=None)
     paths = {k: root / v for k, v in art.paths().items()}
-    write_table([{"artifact": "toy-x", "method": "cf", "quantity": "u", "value": 1}], paths["table"])
+    row = {"artifact": "toy-x", "method": "cf", "quantity": "u", "value": 1}
+    write_table([row], paths["table"])
     write_digest(paths["table"], rows=1)
     write_checks(claims, paths["checks"])
     write_digest(paths["checks"])
