@@ -189,12 +189,49 @@ def test_seed_must_be_finite_integer(refused: Callable[..., ConfigError]) -> Non
         assert refused(validate_config, COMMON | {"seed": bad}).key == key
 
 
+# A 400-byte "billion laughs": 9^10 values once the aliases are expanded.
+BOMB = 'a0: &a0 ["x","x","x","x","x","x","x","x","x"]\n' + "".join(
+    f"a{i}: &a{i} [{','.join([f'*a{i - 1}'] * 9)}]\n" for i in range(1, 10)
+)
+
 FILE_CASES = [
     ("tabs", b"seed: 1\nsimulation:\n\tbatches: 3\n", "tabs"),
     ("unclosed", b"seed: [1\n", "not valid YAML"),
     ("colon", b"seed: 1\n  simulation: : :\n", "not valid YAML"),
     ("binary", bytes(range(256)) * 4, "not a text file"),
     ("list", b"- 1\n- 2\n", "mapping"),
+    # issue 21 — duplicates: YAML keeps the last silently, at any level
+    ("duplicate-key", b"seed: 1\nseed: 2\n", "duplicate key 'seed'"),
+    ("duplicate-section", b"simulation: {batches: 5}\nsimulation: {extend: 1}\n", "duplicate"),
+    ("duplicate-nested", b"supermarket-tail:\n  N: 10\n  N: 20\n", "duplicate key 'N'"),
+    ("duplicate-flow", b"simulation: {batches: 5, batches: 6}\n", "duplicate key"),
+    # YAML 1.1 surprises: numbers and booleans read differently from how they look
+    ("octal", b"supermarket-tail:\n  N: 0100\n", "0100 is read by YAML 1.1 as 64"),
+    ("octal-in-list", b"supermarket-tail:\n  d: [2, 010]\n", "as 8"),
+    ("hexadecimal", b"seed: 0x10\n", "as 16"),
+    ("binary-int", b"seed: 0b11\n", "as 3"),
+    ("base-60", b"seed: 1:30\n", "as 90"),
+    ("underscore", b"seed: 1_000\n", "as 1000"),
+    ("yes-boolean", b"simulation:\n  replace: yes\n", "read by YAML 1.1 as a boolean"),
+    ("off-boolean", b"simulation:\n  replace: off\n", "as a boolean"),
+    # size, depth, aliases, giant numbers
+    ("deep-flow", b"seed: " + b"[" * 5000 + b"]" * 5000 + b"\n", "nested more than"),
+    (
+        "deep-block",
+        "".join(f"{' ' * i}k{i}:\n" for i in range(200)).encode() + b" " * 200 + b"v: 1\n",
+        "nested more than",
+    ),
+    ("alias-bomb", BOMB.encode(), "aliases are expanded"),
+    ("giant-int", b"seed: " + b"9" * 5000 + b"\n", "an integer of 5000 digits"),
+    ("giant-negative", b"seed: -" + b"9" * 30 + b"\n", "digits"),
+    ("too-large", b"a: 1\n" * (2 * 1024 * 1024), "larger than"),
+    ("nul-bytes", b"seed: 1\n\x00\n", "not a text file"),
+    # Snakemake evaluates YTE templates: a config file is code to it
+    ("yte", b"__use_yte__: true\nseed:\n  ?if True:\n    1\n  ?else:\n    2\n", "__use_yte__"),
+    ("yte-false", b"__use_yte__: false\nseed: 1\n", "YTE"),
+    ("yte-quoted", b"'__use_yte__': true\nseed: 1\n", "YTE"),
+    ("yte-in-flow", b"{__use_yte__: true, seed: 1}\n", "YTE"),
+    ("multi-document", b"seed: 1\n---\nseed: 2\n", "not valid YAML"),
 ]
 
 
@@ -433,3 +470,127 @@ def test_default_and_quick_configs_still_validate() -> None:
 def test_table_is_large_enough() -> None:
     total = len(GENERATED) + len(CONFIG_CASES) + len(FILE_CASES) + len(CLI_CASES) + len(ACCEPTED)
     assert total >= 150, total
+
+
+# ------------------------------------------- issue 21: what Snakemake itself hands over
+def _nested(depth: int) -> Any:
+    value: Any = 1
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def _shared_bomb(levels: int = 10) -> dict[str, Any]:
+    """What a YAML alias bomb becomes once Snakemake has loaded it: shared lists."""
+    value: Any = ["x"] * 9
+    for _ in range(levels):
+        value = [value] * 9
+    return {"seed": 1, "bomb": value}
+
+
+SHAPE_CASES = [
+    ("deep", COMMON | {"seed": _nested(5000)}, "seed[0]"),
+    ("alias-bomb", COMMON | _shared_bomb(), "bomb"),
+    ("giant-int", COMMON | {"seed": 10**5000}, "seed"),
+    ("giant-int-nested", _one("supermarket-tail", {"N": -(10**40)}), "supermarket-tail.N"),
+]
+
+
+@pytest.mark.parametrize(("name", "config", "key"), SHAPE_CASES, ids=[c[0] for c in SHAPE_CASES])
+def test_hostile_shapes_are_refused_fast(
+    refused: Callable[..., ConfigError], name: str, config: dict[str, Any], key: str
+) -> None:
+    """A config as Snakemake loads it (deep, shared, huge): one line, never a hang or a
+    RecursionError; the key named."""
+    err = refused(validate_config, config)
+    assert err.key.startswith(key), (err.key, str(err))
+
+
+ACCEPTED_FILES = [
+    ("anchors", b"seed: 1\nx: &v [1, 2]\ny: *v\n", {"seed": 1, "x": [1, 2], "y": [1, 2]}),
+    ("quoted-octal", b"name: '0100'\n", {"name": "0100"}),
+    ("quoted-yes", b"name: 'yes'\n", {"name": "yes"}),
+    ("booleans", b"a: true\nb: False\n", {"a": True, "b": False}),
+    (
+        "zero-and-signs",
+        b"a: 0\nb: -7\nc: +3\nd: 0.5\ne: 1.0e+8\n",
+        {"a": 0, "b": -7, "c": 3, "d": 0.5, "e": 1e8},
+    ),
+    ("nineteen-digits", b"a: 1000000000000000000\n", {"a": 10**18}),
+    ("empty", b"", {}),
+    ("comment-only", b"# nothing\n", {}),
+    (
+        "yte-word-in-a-value",
+        b"note: __use_yte__ is not used here\n",
+        {"note": "__use_yte__ is not used here"},
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "want"), ACCEPTED_FILES, ids=[c[0] for c in ACCEPTED_FILES]
+)
+def test_plain_config_files_still_load(
+    tmp_path: Path, name: str, content: bytes, want: Any
+) -> None:
+    path = tmp_path / f"{name}.yaml"
+    path.write_bytes(content)
+    assert load_config(path) == want
+
+
+def test_validate_of_a_never_ending_pipe_stops(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`lbrepro validate <(yes 'a: 1')` reads a bounded prefix, then refuses."""
+    import os
+    import threading
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+
+    def write_forever() -> None:
+        try:
+            with open(fifo, "wb") as fh:
+                while True:
+                    fh.write(b"a: 1\n" * 4096)
+        except (BrokenPipeError, OSError):
+            pass
+
+    writer = threading.Thread(target=write_forever, daemon=True)
+    writer.start()
+    assert cli.main(["validate", str(fifo)]) == 2
+    err = capsys.readouterr().err
+    assert "larger than" in err and err.count("\n") == 1, err
+    writer.join(timeout=10)
+    assert not writer.is_alive()
+
+
+@pytest.mark.parametrize(
+    ("given", "want"),
+    [
+        ({"simulation": {"batches": "5"}}, {"simulation": {"batches": 5}}),
+        (
+            {"simulation": {"max_events": "1.0e+9", "replace": "false"}},
+            {"simulation": {"max_events": 1e9, "replace": False}},
+        ),
+        (
+            {"hetero-tail": {"systems": [{"name": "H2", "gamma": ["0.5", "0.5"]}]}},
+            {"hetero-tail": {"systems": [{"name": "H2", "gamma": [0.5, 0.5]}]}},
+        ),
+        ({"seed": 7}, {}),  # top-level scalars: typed by Snakemake already
+    ],
+)
+def test_nested_command_line_numbers_are_numbers(
+    given: dict[str, Any], want: dict[str, Any]
+) -> None:
+    """`--config "simulation={batches: 5}"`: Snakemake gives '5'; the workflow reads 5."""
+    from lbrepro.config import retype_command_line
+
+    assert retype_command_line(given) == want
+
+
+def test_nested_command_line_surprises_are_refused(refused: Callable[..., ConfigError]) -> None:
+    from lbrepro.config import retype_command_line
+
+    err = refused(retype_command_line, {"simulation": {"batches": "0100"}})
+    assert err.key == "simulation.batches", err.key

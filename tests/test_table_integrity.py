@@ -5,7 +5,7 @@ Every job records its table's digest, row count and points beside it
 against that record and its planned points and recomputes a job whose table is truncated (at a
 row boundary: one point silently missing; inside a row: a traceback on every rerun), empty
 (collected as header only, then ``KeyError`` in check_claims), edited, or unrecorded. The
-workflow removes such tables before planning (a stat per table), so the job reruns as a job.
+workflow names such tables when it starts (a stat per table).
 """
 
 from __future__ import annotations

@@ -223,7 +223,8 @@ def job_table_problem(plan: Plan, artifact_id: str, path: str | Path) -> str | N
 
 def damaged_job_tables(the_plan: Plan) -> Iterator[tuple[str, str]]:
     """Existing job tables of the plan that do not match their record's size, or have none:
-    (path, why). A stat per table (planning stays fast); collection checks the digests."""
+    (path, why). A stat per table (planning stays fast); collection checks the digests and
+    recomputes them."""
     from lbrepro.artifacts.registry import JOB
 
     for artifact in registry.enabled(the_plan.config):

@@ -3,7 +3,6 @@
 # same list the CLI and the report enumerate.
 import os
 import sys
-from pathlib import Path
 
 from lbrepro.artifacts.registry import (
     CHECKS,
@@ -18,14 +17,23 @@ from lbrepro.artifacts.registry import (
 )
 from lbrepro.core.runlock import clear_stale_locks, forget_run, record_run
 from snakemake_interface_executor_plugins.settings import ExecMode
+from lbrepro.config import deep_merge, read_config_file, retype_command_line
 from lbrepro.core.errors import ConfigError
 from lbrepro.pipeline import artifact_params, damaged_job_tables, plan, validate_config
 
 try:
+    # Every config file read again, strictly: Snakemake's reader keeps the last of duplicate
+    # keys and reads `N: 0100` as 64 (lbrepro.config.read_config_file; `lbrepro validate`).
+    for _file in workflow.configfiles:
+        read_config_file(_file)
+    # `--config "simulation={batches: 5}"`: Snakemake reads a nested value's scalars as text
+    # ('5'); read them as a config file would (lbrepro.config.retype_command_line).
+    config.update(deep_merge(config, retype_command_line(workflow.config_settings.config)))
     validate_config(config)  # base schema (lbrepro/schemas) + each paper's schema.yaml
 except ConfigError as err:
-    # One clear line naming the key, before any job runs (no traceback).
-    sys.exit(f"invalid configuration: {err}")
+    # One clear line naming the key, before any job runs (no traceback); exit code 2.
+    print(f"invalid configuration: {err}", file=sys.stderr)
+    sys.exit(2)
 # Every artifact's points and jobs, computed once (planning stays linear in the points).
 PLAN = plan(config)
 
@@ -37,16 +45,12 @@ if workflow.exec_mode == ExecMode.DEFAULT and not workflow.dryrun:
         print(f"lbrepro: removed the locks of an interrupted run (pid {_stale})", file=sys.stderr)
 
 
-# A job table that is not what its job wrote (truncated, empty, no digest record) is
-# recomputed: removed here, so the job reruns (collect_table also checks the digests). Never
-# while another run holds the locks: its tables may be half-recorded, and Snakemake will
-# refuse this run anyway.
-if workflow.exec_mode == ExecMode.DEFAULT and not any(Path(".snakemake/locks").glob("*")):
+# A job table that is not what its job wrote (truncated, empty, edited, no digest record) is
+# never collected: collect_table verifies every job table and recomputes such a job (a table
+# changed by hand is newer than the collected table, so collect_table reruns). Said here too.
+if workflow.exec_mode == ExecMode.DEFAULT:
     for _path, _why in damaged_job_tables(PLAN):
-        _verb = "would be recomputed" if workflow.dryrun else "recomputing it"
-        print(f"lbrepro: {_path}: {_why}; {_verb}", file=sys.stderr)
-        if not workflow.dryrun:
-            os.unlink(_path)
+        print(f"lbrepro: {_path}: {_why}; collect_table recomputes it", file=sys.stderr)
 
 
 onstart:

@@ -15,6 +15,7 @@ records serve twice:
 A record proves a file is what the pipeline wrote, not who wrote it: anyone who can edit the
 results can write a matching record too. It catches accidents (a full disk, a killed copy, an
 editor) and edits made without the pipeline.
+
 """
 
 from __future__ import annotations
