@@ -150,6 +150,25 @@ CONFIG_CASES = [
     ("universality-overhead", {"N": 1_000_000_000}, "universality-overhead.N"),
     ("whittle-index-linear", {"nmax": 100_000_000}, "whittle-index-linear.nmax"),
     ("whittle-fcfs", {"nmax": 100_000_000}, "whittle-fcfs.nmax"),
+    # issue 21 — memory and event estimates at validation, for every artifact: what the job
+    # would have refused (or run out of memory on) after planning and scheduling
+    ("supermarket-tail", {"rho": [0.99999999], "d": [1]}, "supermarket-tail.rho[0]"),
+    ("supermarket-accuracy", {"cases": [[0.99999999, 1]]}, "supermarket-accuracy.cases[0][0]"),
+    ("general-sojourn", {"dists": ["erlang:1000000"]}, "general-sojourn.dists[0]"),
+    ("general-sojourn", {"dists": ["erlang:3000"]}, "general-sojourn.dists[0]"),
+    (
+        "general-audit",
+        {"dists": ["coxian:" + ",".join(["1"] * 65 + ["0.5"] * 64)]},
+        "general-audit.dists[0]",
+    ),
+    ("general-tail", {"dists": ["lomax:1.0000001"]}, "general-tail.dists[0]"),
+    ("general-audit", {"dists": ["hyperexp:1e9"]}, "general-audit.dists[0]"),
+    ("supermarket-tail", {"N": 10_000_000, "horizon": 1.0e6}, "supermarket-tail.points"),
+    ("supermarket-accuracy", {"server_time": 1.0e15}, "supermarket-accuracy.points"),
+    ("general-sojourn", {"N": 10_000_000, "horizon": 1.0e7}, "general-sojourn.points"),
+    ("hetero-tail", {"horizon": 1.0e12}, "hetero-tail.points"),
+    ("affinity-queue-length", {"horizon": 1.0e12}, "affinity-queue-length.points"),
+    ("universality-overhead", {"horizon": 1.0e12}, "universality-overhead.points"),
     # Relations and types that already worked (keep them).
     ("supermarket-tail", {"rho": [0.9, 1.5]}, "supermarket-tail.rho[1]"),
     ("supermarket-tail", {"warmup": 1e9}, "supermarket-tail.warmup"),
@@ -353,6 +372,15 @@ CLI_CASES = [
     (["solve", "general", "--dist", "weibull:0.001", "--lam", "0.8", "--d", "2"], "--dist"),
     (["solve", "general", "--dist", "nosuch", "--lam", "0.8", "--d", "2"], "--dist"),
     (["solve", "general", "--dist", "erlang:2.5", "--lam", "0.8", "--d", "2"], "--dist"),
+    # issue 21: laws outside the model's numerical range (memory, run time, underflow)
+    (["solve", "general", "--dist", "erlang:1000000", "--lam", "0.8", "--d", "2"], "--dist"),
+    (["solve", "general", "--dist", "erlang:3000", "--lam", "0.8", "--d", "2"], "--dist"),
+    (["solve", "general", "--dist", "lomax:1.0000001", "--lam", "0.8", "--d", "2"], "--dist"),
+    (["solve", "general", "--dist", "hyperexp:1e9", "--lam", "0.8", "--d", "2"], "--dist"),
+    (
+        ["simulate", "general", "--dist", "erlang:100000", "--lam", "0.5", "--d", "2", *SIM],
+        "--dist",
+    ),
     (["solve", "general", "--dist", "exp", "--lam", "1.2", "--d", "2"], "--lam"),
     (["solve", "affinity", "--lam", "1.2", "--d1", "3"], "--lam"),
     (["solve", "affinity", "--lam", "0.5", "--d1", "3", "--mu2", "2"], "--mu2"),
@@ -430,7 +458,7 @@ def test_non_finite_results_are_json_null(capsys: pytest.CaptureFixture[str]) ->
 # ------------------------------------------------------------------ what must keep working
 ACCEPTED = [
     ("supermarket-tail", {"rho": [0.9, 0.9000001]}, {"rho0.9-d2", "rho0.9000001-d2"}),
-    ("supermarket-tail", {"rho": [0.99999999]}, {"rho0.99999999-d2"}),
+    ("supermarket-tail", {"rho": [0.99999999], "d": [2]}, {"rho0.99999999-d2"}),
     ("supermarket-tail", {"rho": [0.5, 0.9]}, {"rho0.5-d2", "rho0.9-d2"}),
     ("supermarket-tail", {"rho": [1e-05]}, {"rho1e-05-d2"}),
     ("general-sojourn", {"rho": [0.7, 0.7000001]}, {"exp-rho0.7", "exp-rho0.7000001"}),
@@ -594,3 +622,14 @@ def test_nested_command_line_surprises_are_refused(refused: Callable[..., Config
 
     err = refused(retype_command_line, {"simulation": {"batches": "0100"}})
     assert err.key == "simulation.batches", err.key
+
+
+def test_slowest_kernel_rate_bounds_every_kernel() -> None:
+    """The event lower bound of validation uses a rate no kernel is slower than."""
+    import importlib
+
+    from lbrepro.pipeline import SLOWEST_EVENTS_PER_SECOND
+
+    for name in ("occupancy", "general_service", "affinity", "slotted_lps"):
+        rate = importlib.import_module(f"lbrepro.sim.{name}").EVENTS_PER_SECOND
+        assert rate >= SLOWEST_EVENTS_PER_SECOND, name

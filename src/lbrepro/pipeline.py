@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 import sys
 from collections.abc import Iterator, Mapping, Sequence
@@ -175,14 +176,54 @@ def _packed(
     """The artifact's points and the jobs they are packed into, from one call of ``points``."""
     table = points(config, artifact_id)
     cost = registry.get(artifact_id).cost
-    budget = float(config.get("simulation", {}).get("job_seconds", 0))
+    sim = config.get("simulation", {})
+    budget = float(sim.get("job_seconds", 0))
+    costs = {p: (None if cost is None else cost(params)) for p, params in table.items()}
+    check_event_estimates(artifact_id, costs, sim.get("max_events"))
     try:
-        packed = pack_points(
-            {p: (None if cost is None else cost(params)) for p, params in table.items()}, budget
-        )
+        packed = pack_points(costs, budget)
     except ValueError as err:
         raise ConfigError(f"{artifact_id}.points", str(err)) from None
     return table, packed
+
+
+#: The slowest kernel's typical rate (sim.slotted_lps, sim.affinity: 4·10⁶ events/s; the
+#: others are faster — tests/test_hostile_inputs.py checks): a point estimated at ``cost``
+#: seconds takes at least (cost − start-up) × this many events.
+SLOWEST_EVENTS_PER_SECOND = 4.0e6
+
+
+def check_event_estimates(
+    artifact_id: str, costs: Mapping[str, float | None], max_events: float | None
+) -> None:
+    """Refuse, at validation, a point that will certainly exceed the event budget.
+
+    Every artifact's ``cost`` estimates a point's seconds from its events at its kernel's
+    rate; at the slowest kernel's rate those seconds are a lower bound of its events. A point
+    whose lower bound exceeds ``simulation.max_events`` would be refused by its job anyway,
+    after planning and scheduling: it is refused here, with the config key and the point.
+    """
+    from lbrepro.core.packing import POINT_START_SECONDS
+    from lbrepro.sim.runlength import DEFAULT_MAX_EVENTS
+
+    limit = DEFAULT_MAX_EVENTS if max_events is None else float(max_events)
+    for point, seconds in costs.items():
+        if seconds is None or seconds == math.inf:
+            continue  # the artifact cannot say: a job of its own (lbrepro.core.packing)
+        if not seconds >= 0:
+            raise ConfigError(
+                f"{artifact_id}.points",
+                f"point {point}: its cost estimate is {seconds!r} seconds (parameters out of "
+                "range)",
+            )
+        events = (seconds - POINT_START_SECONDS) * SLOWEST_EVENTS_PER_SECOND
+        if events > limit:
+            raise ConfigError(
+                f"{artifact_id}.points",
+                f"point {point} is estimated at {seconds:.3g} s, at least {events:.3g} events, "
+                f"more than simulation.max_events = {limit:.3g}: shorten its horizon (or N), or "
+                "raise simulation.max_events",
+            )
 
 
 def compute_points(
