@@ -633,3 +633,121 @@ def test_slowest_kernel_rate_bounds_every_kernel() -> None:
     for name in ("occupancy", "general_service", "affinity", "slotted_lps"):
         rate = importlib.import_module(f"lbrepro.sim.{name}").EVENTS_PER_SECOND
         assert rate >= SLOWEST_EVENTS_PER_SECOND, name
+
+
+# ------------------------------------ issue 21: CLI answers that were wrong, or lost
+SHORT_RUNS = [
+    ["simulate", "supermarket", "--lam", "0.9", "--d", "2", "--N", "10", "--horizon", "1e-300"],
+    ["simulate", "supermarket", "--lam", "1e-300", "--d", "2", "--N", "10", "--horizon", "50"],
+    ["simulate", "supermarket", "--lam", "0.9", "--d", "2", "--N", "1", "--horizon", "1e-9"],
+]
+
+
+@pytest.mark.parametrize("argv", SHORT_RUNS, ids=[" ".join(a[2:]) for a in SHORT_RUNS])
+def test_run_too_short_to_measure_is_refused(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No events: the start state with a zero-width interval is not a measurement."""
+    assert cli.main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("lbrepro: error: --horizon: ") and captured.err.count("\n") == 1
+
+
+def test_check_measured_refuses_the_classes() -> None:
+    """The CLI-layer check, on any model's result: no events, fewer events than batch means,
+    no arrival (sojourn times unmeasured)."""
+    kwargs = {"horizon": 5.0, "lam": 0.5}
+    for result in (
+        {"events": 0},
+        {"events_total": 0, "events": 3},
+        {"events": 7, "batches": 20},
+        {"events": 100, "batches": 20, "arrivals": 0},
+    ):
+        with pytest.raises(ConfigError) as info:
+            cli._check_measured(result, kwargs, "lam")
+        assert info.value.key == "horizon"
+    cli._check_measured({"events": 100, "batches": 20, "arrivals": 40}, kwargs, "lam")
+
+
+def test_solver_warnings_go_into_the_result_not_the_terminal(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import dataclasses
+    import functools
+    import warnings
+
+    real = cli.models()["supermarket"]
+
+    @functools.wraps(real.solve)  # the same flags
+    def noisy(**kwargs: Any) -> dict[str, Any]:
+        warnings.warn("The integral is probably divergent", RuntimeWarning, stacklevel=1)
+        return {"u": [1.0]}
+
+    @functools.wraps(real.solve)
+    def failing(**kwargs: Any) -> dict[str, Any]:
+        warnings.warn("The integral is probably divergent", RuntimeWarning, stacklevel=1)
+        raise ConfigError("lam", "did not converge")
+
+    for fn, code in ((noisy, 0), (failing, 2)):
+        fake = dataclasses.replace(real, solve=fn)
+        monkeypatch.setattr(cli, "models", lambda fake=fake: {"supermarket": fake})
+        assert cli.main(["solve", "supermarket", "--lam", "0.9", "--d", "2"]) == code
+        out, err = capsys.readouterr()
+        assert "Warning" not in err and err.count("\n") == (code == 2), err
+        if code == 0:
+            assert yaml.safe_load(out)["warnings"] == [
+                "RuntimeWarning: The integral is probably divergent"
+            ]
+
+
+PROGRESS = ["simulate", "supermarket", "--lam", "0.9", "--d", "2", "--N", "50", "--horizon", "100"]
+# (shell redirection or environment, expected exit code, what stdout must hold, stderr needle)
+STREAM_CASES = [
+    ("2>&-", [*PROGRESS, "--progress", "on"], {}, 0, '"events"', ""),
+    ("2>/dev/full", [*PROGRESS, "--progress", "on"], {}, 0, '"events"', ""),
+    (">&-", ["list"], {}, 2, "", "stdout is closed"),
+    (">/dev/full", ["list"], {}, 2, "", "No space left"),
+    ("", ["list"], {"PYTHONIOENCODING": "ascii"}, 0, "supermarket-tail", ""),
+    ("", ["list", "--json"], {"PYTHONIOENCODING": "ascii"}, 0, "supermarket-tail", ""),
+    (
+        "",
+        ["solve", "supermarket", "--lam", "0.9", "--d", "2"],
+        {"NUMBA_NUM_THREADS": "0"},
+        2,
+        "",
+        "NUMBA_NUM_THREADS",
+    ),
+    ("", ["list"], {"NUMBA_NUM_THREADS": "-4"}, 2, "", "NUMBA_NUM_THREADS"),
+    ("", ["list"], {"NUMBA_NUM_THREADS": "two"}, 2, "", "NUMBA_NUM_THREADS"),
+    ("", ["list"], {"NUMBA_OPT": "max!"}, 2, "", "NUMBA_OPT"),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("redirect", "argv", "env", "code", "out", "needle"),
+    STREAM_CASES,
+    ids=[f"{c[0]}{next(iter(c[2].items()), '')}-{c[1][0]}" for c in STREAM_CASES],
+)
+def test_streams_and_environment(
+    redirect: str, argv: list[str], env: dict[str, str], code: int, out: str, needle: str
+) -> None:
+    """Progress is best effort (the result always reaches stdout); a closed or full stdout,
+    an ASCII terminal and a bad NUMBA_* variable are one line, never a traceback."""
+    import os
+    import shlex
+
+    cmd = f"{shlex.quote(sys.executable)} -m lbrepro {shlex.join(argv)} {redirect}"
+    proc = subprocess.run(
+        ["bash", "-c", cmd if ">&-" not in redirect else f"{cmd}; exit $?"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=os.environ | env,
+    )
+    assert proc.returncode == code, proc.stderr[-2000:]
+    assert out in proc.stdout and (not out or proc.stdout.strip())
+    assert "Traceback" not in proc.stderr and "Warning" not in proc.stderr, proc.stderr[-2000:]
+    if needle:
+        assert needle in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
