@@ -200,3 +200,11 @@ def test_compute_params_hold_what_compute_points_reads() -> None:
     assert set(params["simulation"]) == set(COMPUTE_SIMULATION_KEYS)
     source = inspect.getsource(pipeline.compute_points)
     assert "compute_simulation(config)" in source and '"simulation"' not in source
+
+
+def test_seed_reruns_every_compute_job_and_no_check() -> None:
+    config = copy.deepcopy(QUICK)
+    config["seed"] += 1
+    rerun = changed(BEFORE, snapshot(config))
+    assert {j for j in BEFORE if j[0] == "compute_points"} <= rerun
+    assert not {j for j in rerun if j[0] in ("check_claims", "plot_figure")}
