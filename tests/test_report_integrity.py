@@ -127,3 +127,14 @@ def test_atomic_write_leaves_no_temporary_on_failure(tmp_path: Path) -> None:
     with pytest.raises(TypeError):
         atomic_write_text(target, 5)  # type: ignore[arg-type]
     assert target.read_text() == "one" and sorted(os.listdir(tmp_path)) == ["f.txt"]
+
+
+def test_summary_of_a_changed_table_is_withheld(tmp_path: Path) -> None:
+    tree = _tree(tmp_path, _claims(1))
+    art = fake_artifact("toy-x", plot=None, summary=lambda rows: [{"v": r["value"]} for r in rows])
+    tree.artifacts = [art]
+    assert _context(tree)["sections"][0]["artifacts"][0]["summary"] is not None
+    table = tmp_path / art.paths()["table"]
+    table.write_text(table.read_text().replace(",1,", ",7,"))
+    view = _context(tree)["sections"][0]["artifacts"][0]
+    assert view["summary"] is None and CHANGED in view["summary_note"]

@@ -5,8 +5,10 @@ Every rule records the digest of the file it writes (lbrepro.core.manifest). At 
 records and returns the manifest the provenance section lists (file, digest, status). A checks
 file whose bytes differ from its record — edited by hand, by another tool — is not shown as a
 result: its artifact gets a note instead ("changed after the run"), so an invented claim or a
-verdict turned from 7 to 9 reproduced does not reach the headline. A file without a record (an
-lbrepro older than its record, or a record deleted) is shown and listed as *unrecorded*.
+verdict turned from 7 to 9 reproduced does not reach the headline; so is the summary of a
+changed table. A changed figure is listed in the manifest (its image is still linked). A file
+without a record (an lbrepro older than its record, or a record deleted) is shown and listed as
+*unrecorded*.
 """
 
 from __future__ import annotations
@@ -76,5 +78,8 @@ def verify_views(
                     "rerun the pipeline"
                 )
                 view["status"] = missing
+            if kind == "table" and status == CHANGED and view is not None and view["summary"]:
+                view["summary"] = None
+                view["summary_note"] = f"summary not shown: {rel} {CHANGED} ({why})"
     counts = {s: sum(f["status"] == s for f in files) for s in (VERIFIED, CHANGED, UNRECORDED)}
     return {"files": files, "counts": counts}
