@@ -6,6 +6,15 @@ Tables: ``GENERATED`` (every numeric key of every artifact of config/config.yaml
 ±inf and a negative value, an unknown key and a missing required key per artifact),
 ``CONFIG_CASES`` (the issue's cases and relations between keys), ``FILE_CASES`` (broken
 files), ``CLI_CASES`` (bad arguments) and ``ACCEPTED`` (values that must keep working).
+
+Issue 21 added classes, not instances: ``FILE_CASES`` grew by duplicates, YAML 1.1 surprises,
+depth, alias bombs, giant integers, size (pipes), YTE templates; ``SHAPE_CASES`` (configs as
+Snakemake hands them over), ``ACCEPTED_FILES``, memory and event estimates at validation in
+``CONFIG_CASES``, laws outside the model's range in ``CLI_CASES``, ``SHORT_RUNS`` and
+``STREAM_CASES`` (streams and environment). The other classes of issue 21 have their own
+tables: tests/test_job_params.py (every key reaches its jobs), test_table_integrity.py (damaged
+job tables), test_report_integrity.py (the manifest, hostile text, the report's temporary
+file), test_runlock.py (locks across PID namespaces), test_workflow_integrity.py (end to end).
 """
 
 from __future__ import annotations
@@ -497,6 +506,7 @@ def test_default_and_quick_configs_still_validate() -> None:
 
 def test_table_is_large_enough() -> None:
     total = len(GENERATED) + len(CONFIG_CASES) + len(FILE_CASES) + len(CLI_CASES) + len(ACCEPTED)
+    total += len(SHAPE_CASES) + len(ACCEPTED_FILES) + len(SHORT_RUNS) + len(STREAM_CASES)
     assert total >= 150, total
 
 
