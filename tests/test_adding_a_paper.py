@@ -134,7 +134,8 @@ def test_artifact_runs_and_reaches_the_report(checkout: Path) -> None:
     assert run.returncode == 0, run.stderr[-3000:]
     checks = json.loads((checkout / targets[0]).read_text(encoding="utf-8"))
     (claim,) = checks
-    assert claim["passed"] is True and claim["control"]["passed"] is False
+    assert claim["status"] == "reproduced", claim
+    assert claim["control"]["outcome"] == "not reproduced" and claim["control"]["distance"]
     code = (
         "from pathlib import Path; from lbrepro.artifacts import registry; "
         "from lbrepro.config import load_config; from lbrepro.report.render import render_report; "

@@ -18,10 +18,21 @@ import matplotlib.pyplot as plt
 
 from lbrepro.artifacts.registry import Artifact, Paper
 from lbrepro.config import config_hash
-from lbrepro.core.claims import Claim, close, consistency, make_claim, write_checks
-from lbrepro.core.io import write_table
+from lbrepro.core.claims import (
+    NOT_REPRODUCED,
+    REPRODUCED,
+    UNDECIDED,
+    Claim,
+    close,
+    consistency,
+    diagnostic,
+    make_claim,
+    write_checks,
+)
+from lbrepro.core.io import write_json, write_table
+from lbrepro.core.verdicts import Verdict
 from lbrepro.report import provenance as prov
-from lbrepro.report.render import duration, fmt, render_report
+from lbrepro.report.render import build_context, conclusion, duration, fmt, readable, render_report
 from lbrepro.report.runtimes import OTHER, aggregate, read_benchmarks
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "report" / "templates"
@@ -77,10 +88,114 @@ class FakeTree:
         )
 
 
+FINDING = "cf-defect"
+FINDING_TEXT = "The closed form is off beyond exponential service (u_2 = 0.70 against 0.81)."
+
+
+def verdict(outcome: str, measured: float, lo: float, hi: float, **kw: Any) -> Verdict:
+    """A verdict as the engine writes it: a statistic, its interval and a margin."""
+    kw.setdefault("margin", 0.018)
+    return Verdict(
+        outcome, measured, kw.pop("expected", "0.9"), "2% relative", interval=(lo, hi), **kw
+    )
+
+
+def near_miss(outcome: str = NOT_REPRODUCED) -> tuple[str, Verdict]:
+    return ("closed form at ρ = 0.85", verdict(outcome, 0.05, 0.045, 0.055))
+
+
+DISTANCE = "ρ = 0.85, 2.8 margins from the prediction"
+
+
+def toy_claims() -> list[Claim]:
+    """One of each: reproduced, a finding with two instances, undecided (straddles, and a near
+    miss reproduced too), a verdict on an invalid run, diagnostics, consistency, lbrepro's own."""
+    return [
+        make_claim(
+            "u_1 matches the closed form",
+            verdict(REPRODUCED, 0.900123456, 0.8951, 0.9052),
+            control=near_miss(),
+            distance=DISTANCE,
+            runs=["rho0.8"],
+        ),
+        make_claim(
+            f"u_2 matches {XSS}",
+            verdict(NOT_REPRODUCED, 0.7012345678, 0.69, 0.71, expected="0.81"),
+            control=near_miss(),
+            distance=DISTANCE,
+            details="off by 0.11",
+            finding=FINDING,
+        ),
+        make_claim(
+            "u_3 matches the closed form",
+            verdict(NOT_REPRODUCED, 0.41, 0.40, 0.42, expected="0.729"),
+            control=near_miss(),
+            distance=DISTANCE,
+            finding=FINDING,
+        ),
+        make_claim(
+            "u_4 is small",
+            verdict(REPRODUCED, 0.01, 0.0, 0.02),
+            control=("u_4 at a lighter load", verdict(REPRODUCED, 0.011, 0.001, 0.021)),
+            distance="ρ = 0.88: 1 margin away",
+        ),
+        make_claim(
+            "u_5 agrees with the limit",
+            verdict(UNDECIDED, 0.03, 0.01, 0.05, needs="a half-width of 0.004 (4x the events)"),
+            control=near_miss(),
+            distance=DISTANCE,
+        ),
+        make_claim(
+            "mean sojourn agrees",
+            verdict(REPRODUCED, 2.5, 2.4, 2.6),
+            control=near_miss(),
+            distance=DISTANCE,
+            runs=["rho0.9"],
+        ),
+        diagnostic("work conservation at ρ = 0.9", close(0.9, 0.85, 0.01), runs=["rho0.9"]),
+        diagnostic("work conservation at ρ = 0.8", close(0.8, 0.8001, 0.01), runs=["rho0.8"]),
+        consistency("u_0 is one", close(1.0, 1.0, 1e-12)),
+        make_claim(
+            "finite-N offset agrees with V/N",
+            verdict(NOT_REPRODUCED, 0.004, 0.0035, 0.0045, expected="0.002"),
+            control=near_miss(),
+            distance=DISTANCE,
+            source="lbrepro",
+        ),
+    ]
+
+
+def ours_claims() -> list[Claim]:
+    """An artifact with lbrepro's own checks only: one fails, and it must not turn red."""
+    return [
+        make_claim(
+            "lbrepro: the offset shrinks",
+            verdict(NOT_REPRODUCED, 0.2, 0.1, 0.3),
+            control=near_miss(),
+            distance=DISTANCE,
+            source="lbrepro",
+        ),
+        make_claim(
+            "lbrepro: the tail is finite",
+            verdict(REPRODUCED, 0.9, 0.89, 0.91),
+            control=near_miss(),
+            distance=DISTANCE,
+            source="lbrepro",
+        ),
+    ]
+
+
 def make_fake_tree(root: Path) -> FakeTree:
-    """Results of two fake artifacts: one complete (one claim passes, one fails), one absent."""
+    """Results of three fake artifacts: one complete, one with lbrepro checks only, one absent."""
     papers = {
-        "toy": Paper("toy", "A toy paper", "A. Author", "Author, A toy paper, 2024.", "Toys."),
+        "toy": Paper(
+            "toy",
+            "A toy paper",
+            "A. Author",
+            "Author, A toy paper, 2024.",
+            "Toys.",
+            findings={FINDING: FINDING_TEXT},
+        ),
         "later": Paper("later", "A paper not covered yet", "B. Author", "Later, 2025.", "Soon."),
     }
     full = fake_artifact(
@@ -88,6 +203,7 @@ def make_fake_tree(root: Path) -> FakeTree:
         summary=_summary,
         reconstructions=("N = 1000 servers is our choice",),
     )
+    ours = fake_artifact("toy-ours")
     absent = fake_artifact("toy-absent")
     config = {
         "seed": 424242,
@@ -109,23 +225,8 @@ def make_fake_tree(root: Path) -> FakeTree:
     fig.savefig(paths["png"], dpi=60)
     fig.savefig(paths["svg"])
     plt.close(fig)
-    write_checks(
-        [
-            make_claim(
-                "u_1 matches the closed form",
-                close(0.9, 0.900123456, 0.01),
-                control=("closed form at ρ = 0.8", close(0.8, 0.900123456, 0.01)),
-            ),
-            Claim(f"u_2 matches {XSS}", 0.81, 0.7012345678, 0.01, False, details="off by 0.11"),
-            consistency("u_0 is one", close(1.0, 1.0, 1e-12)),
-            make_claim(
-                "u_3 is small",
-                close(0.729, 0.73, 0.01),
-                control=("u_3 at a lighter load", close(0.73, 0.731, 0.01)),
-            ),
-        ],
-        paths["checks"],
-    )
+    write_checks(toy_claims(), paths["checks"])
+    write_checks(ours_claims(), root / ours.paths()["checks"])
 
     bench = root / "benchmarks"
     (bench / "toy" / "toy-tail").mkdir(parents=True)
@@ -140,7 +241,7 @@ def make_fake_tree(root: Path) -> FakeTree:
         BENCH_HEADER + "1.5\t0:00:01\t80\t-\t-\t-\t-\t-\t-\t1\n"
     )
     (bench / "garbled.tsv").write_text("this is not a benchmark\n")
-    return FakeTree(root, config, [full, absent], papers)
+    return FakeTree(root, config, [full, ours, absent], papers)
 
 
 class _Links(HTMLParser):
@@ -190,39 +291,198 @@ def test_report_written_at_default_path(tree: FakeTree) -> None:
     assert not list(out.parent.glob(".*.tmp"))
 
 
-def test_both_verdicts_with_numbers(html: str) -> None:
+def block(html: str, pattern: str) -> str:
+    match = re.search(pattern, html, re.S)
+    assert match, pattern
+    return match.group(1)
+
+
+def stats(html: str) -> str:
+    return block(html, r'<ul class="stats">(.*?)</ul>')
+
+
+def summary(html: str) -> str:
+    return block(html, r'<section id="summary">(.*?)</section>')
+
+
+def context(tree: FakeTree, **kw: Any) -> dict[str, Any]:
+    out = tree.root / "report" / "index.html"
+    return build_context(
+        tree.config,
+        root=tree.root,
+        out=out,
+        bench_dir=tree.root / "benchmarks",
+        artifacts=tree.artifacts,
+        papers=tree.papers,
+        **kw,
+    )
+
+
+def test_verdicts_with_readable_numbers(html: str) -> None:
     section = article(html, "toy-tail")
-    assert "✓ reproduced" in section
-    assert "✗ not reproduced" in section
-    for number in ("0.9001", "0.7012", "0.81", "0.01"):
-        assert number in section
+    assert "✓ reproduced" in section and "✗ not reproduced" in section
+    for number in ("0.9001", "0.7012", "0.81", "[0.8951, 0.9052]", "± 0.018", "2% relative"):
+        assert number in section, number
     assert "off by 0.11" in section
     assert "0.900123456" not in html  # 4 significant digits, not the raw float
 
 
-def test_headline_counts_and_failures_first(html: str) -> None:
-    stats = re.search(r'<ul class="stats">(.*?)</ul>', html, re.S).group(1)
-    assert re.search(r"<strong>1</strong> claim reproduced", stats)
-    assert re.search(r"<strong>1</strong> claim not reproduced", stats)
-    assert re.search(r"<strong>1</strong> artifact with checks missing", stats)
-    assert re.search(r"<strong>2</strong> artifacts from 1 paper<", stats)
-    summary = re.search(r'<section id="summary">(.*?)</section>', html, re.S).group(1)
-    assert summary.index("not reproduced") < summary.index("✓ reproduced")
-    assert summary.index("u_2 matches") < summary.index("u_1 matches")
-    assert '<tr class="failed">' in summary
+def test_headline_counts_paper_claims_apart_from_ours(tree: FakeTree, html: str) -> None:
+    counts = context(tree)["counts"]
+    assert counts["paper"] | {} == counts["paper"]
+    paper, ours = counts["paper"], counts["lbrepro"]
+    assert (paper["reproduced"], paper["not_reproduced"], paper["undecided"]) == (1, 2, 3)
+    assert paper["findings"] == 1 and paper["invalid"] == 1
+    assert (ours["reproduced"], ours["not_reproduced"], ours["undecided"]) == (1, 2, 0)
+    assert counts["diagnostics"] == 2 and counts["diagnostics_failed"] == 1
+    assert counts["consistency"] == 1
+    head = stats(html)
+    assert re.search(r"<strong>1</strong> paper claim reproduced", head)
+    assert re.search(r"<strong>2</strong> paper claims not reproduced.*from 1 finding<", head)
+    assert re.search(r"<strong>3</strong> paper claims undecided.*1 on an invalid run", head)
+    assert re.search(r"<strong>1 / 2 / 0</strong> lbrepro's own checks", head)
+    assert re.search(r"<strong>1</strong> of 2 diagnostics failed", head)
+    assert re.search(r"<strong>3</strong> artifacts from 1 paper<", head)
 
 
-def test_controls_consistency_and_inconclusive_are_shown(html: str) -> None:
+def test_expected_false_decisions_are_stated(tree: FakeTree, html: str) -> None:
+    counts = context(tree)["counts"]
+    assert counts["decided"] == 6  # 3 paper claims decided, 3 of lbrepro's
+    assert counts["expected_false"] == pytest.approx(0.025 * 6)
+    text = block(html, r'<p class="errors" id="error-rate">(.*?)</p>')
+    assert "2.5%" in text and "6 decided verdicts" in text
+    assert "at most 0.15 false decisions" in text
+    assert "(0.075 among the 3 decided paper claims)" in text
+
+
+def test_per_paper_conclusion_is_generated(html: str) -> None:
+    row = block(summary(html), r'<table class="paper-counts wide">(.*?)</table>')
+    assert "1 finding" in row and "2 claims" in row
+    assert (
+        "1 of 6 paper claims is reproduced; 2 not reproduced, from 1 finding (cf-defect); "
+        "3 undecided (this run cannot tell, 1 of them on an invalid run)." in row
+    )
+    assert "1 / 2 / 0" in row  # lbrepro's checks in their own column
+
+
+def test_conclusion_follows_the_counts() -> None:
+    def counts(r: int, nr: int, u: int, findings: int, invalid: int = 0) -> dict[str, Any]:
+        paper = {"verdicts": r + nr + u, "reproduced": r, "not_reproduced": nr}
+        paper |= {"undecided": u, "findings": findings, "invalid": invalid}
+        return {"paper": paper, "lbrepro": {"verdicts": 2}, "consistency": 0}
+
+    assert conclusion(counts(4, 0, 0, 0), []) == "All 4 paper claims checked are reproduced."
+    assert conclusion(counts(0, 0, 0, 0), []).startswith("No paper claim was decided")
+    one = [{"id": "formula", "paper_failures": 3}, {"id": "other", "paper_failures": 0}]
+    text = conclusion(counts(2, 3, 0, 1), one)
+    assert text == "2 of 5 paper claims are reproduced; 3 not reproduced, from 1 finding (formula)."
+    assert "1 undecided (this run cannot tell)" in conclusion(counts(1, 0, 1, 0), [])
+    assert conclusion(counts(0, 1, 0, 1), []).startswith("0 of 1 paper claim is reproduced; 1 not")
+
+
+def test_findings_group_claims_under_the_papers_text(html: str) -> None:
+    found = block(summary(html), r'<ul class="findings">(.*?)</ul>\s*</li>\s*</ul>')
+    assert FINDING in found and FINDING_TEXT in found
+    assert "2 instances, counted as one finding" in found
+    assert "u_2 matches" in found and "u_3 matches the closed form" in found
+    paper = block(html, r'<section class="paper" id="paper-toy">(.*?)<article')
+    assert FINDING_TEXT in paper and "Conclusion:" in paper
+
+
+def test_paper_claims_first_and_ours_in_their_own_table(html: str) -> None:
+    text = summary(html)
+    paper = block(text, r'<table class="wide claims paper-claims">(.*?)</table>')
+    ours = block(text, r'<table class="wide claims own-checks">(.*?)</table>')
+    assert "finite-N offset" not in paper and "finite-N offset" in ours
+    assert "lbrepro: the offset shrinks" in ours
+    assert "work conservation at ρ = 0.9" in ours  # the failed diagnostic
+    assert "work conservation at ρ = 0.8" not in text  # a diagnostic that held: with its artifact
+    assert text.index("paper-claims") < text.index("own-checks")
+    order = [paper.index(t) for t in ("u_2 matches", "mean sojourn", "u_5 agrees", "u_1 matches")]
+    assert order == sorted(order)  # failures, invalid runs, undecided, reproduced
+    assert '<tr class="failed">' in paper
+
+
+def test_artifact_badges_and_marks_follow_paper_claims(tree: FakeTree, html: str) -> None:
+    views = {v["id"]: v for s in context(tree)["sections"] for v in s["artifacts"]}
+    assert views["toy-tail"]["status"] == NOT_REPRODUCED
+    assert views["toy-ours"]["status"] == "no paper claims"  # red only by lbrepro: not red
+    toc = block(html, r'<nav class="toc"(.*?)</nav>')
+    assert '<span class="mark fail" aria-label="not reproduced">✗</span><a href="#toy-tail">' in toc
+    assert (
+        '<span class="mark none" aria-label="no paper claims">–</span><a href="#toy-ours">' in toc
+    )
+    header = block(article(html, "toy-ours"), r"<header>(.*?)</header>")
+    assert "no paper claims" in header and "badge fail" not in header
+    assert "lbrepro checks: 1 reproduced, 1 not, 0 undecided" in header
+
+
+def test_controls_state_their_distance(html: str) -> None:
     section = article(html, "toy-tail")
-    assert "control: closed form at ρ = 0.8 → fails" in section
-    assert "control: u_3 at a lighter load → <strong>passes too</strong>" in section
-    assert "? inconclusive" in section and "≡ consistency" in section
-    assert "no control" in section  # the old-style claim without one is flagged
-    stats = re.search(r'<ul class="stats">(.*?)</ul>', html, re.S).group(1)
-    assert re.search(r"<strong>1</strong> inconclusive", stats)
-    assert re.search(r"<strong>1</strong> consistency check ", stats)
-    per_paper = re.search(r'<table class="paper-counts">(.*?)</table>', html, re.S).group(1)
-    assert re.search(r"toy</a></td>(<td class=\"num\">1</td>){4}", per_paper)
+    assert (
+        f"control (near miss): closed form at ρ = 0.85 — distance: {DISTANCE} → not reproduced"
+        in (section)
+    )
+    assert "<strong>reproduced too</strong>" in section  # u_4's near miss
+    assert "undecided: the control (near miss) is reproduced too" in section
+
+
+def test_undecided_shows_reason_and_needs_invalid_is_red(html: str) -> None:
+    section = article(html, "toy-tail")
+    assert (
+        "undecided: the interval straddles the margin; needs: a half-width of 0.004 (4x the events)"
+        in section
+    )
+    row = block(section, r'(<tr class="failed"><td class="claim">mean sojourn agrees.*?</tr>)')
+    assert "✗ undecided: invalid run" in row and "badge fail" in row
+    assert "invalid run: failed diagnostic: work conservation at ρ = 0.9" in row
+
+
+def test_diagnostics_are_shown_as_diagnostics(html: str) -> None:
+    section = article(html, "toy-tail")
+    failed = block(
+        section, r'(<tr class="failed"><td class="claim">work conservation at ρ = 0.9.*?</tr>)'
+    )
+    assert "✗ diagnostic failed" in failed
+    held = block(section, r'(<tr><td class="claim">work conservation at ρ = 0.8.*?</tr>)')
+    assert "✓ diagnostic" in held and "consistency" not in held
+    assert "≡ consistency" in section  # u_0 is one
+
+
+def test_measured_cells_are_readable(tree: FakeTree) -> None:
+    assert readable({"x2": 1.70001e-06, "ratio": 1.5}) == "x2 = 1.7e-06; ratio = 1.5"
+    assert readable([0.1234567, 2]) == "0.1235, 2"
+    assert readable(list(range(9))) == "0, 1, 2, 3, 4, 5, … (9 values)"
+    old = [
+        {
+            "claim": "an old entry",
+            "outcome": "reproduced",
+            "measured": {"a": 0.333333},
+            "expected": [1, 2],
+            "tolerance": 0.1,
+            "control": None,
+        }
+    ]
+    write_json(old, tree.root / "results/toy/toy-tail.checks.json")
+    section = article(tree.render().read_text(encoding="utf-8"), "toy-tail")
+    row = block(section, r"(<td class=\"claim\">an old entry.*?</tr>)")
+    assert "a = 0.3333" in row and "1, 2" in row
+    assert "{" not in row and "[1" not in row
+    assert "no control" in row
+
+
+def test_a_null_statistic_is_flagged(tree: FakeTree) -> None:
+    entry = {
+        "claim": "x never observed",
+        "outcome": "not reproduced",
+        "measured": None,
+        "control": None,
+        "kind": "verdict",
+    }
+    write_json([entry], tree.root / "results/toy/toy-tail.checks.json")
+    html = tree.render().read_text(encoding="utf-8")
+    assert "no statistic" in article(html, "toy-tail")
+    assert re.search(r"<strong>1</strong> verdict without a statistic", stats(html))
 
 
 def test_methods_section_shows_coverage(tree: FakeTree, tmp_path: Path) -> None:
@@ -230,16 +490,81 @@ def test_methods_section_shows_coverage(tree: FakeTree, tmp_path: Path) -> None:
     cases = [{"case": "M/M/1 rho=0.5", "replications": 200, "coverage": 0.945}]
     cov.write_text(json.dumps({"date": "2026-12-01", "commit": "abc1234", "cases": cases}))
     html = tree.render(coverage_file=cov).read_text(encoding="utf-8")
-    methods = re.search(r'<section id="methods">(.*?)</section>', html, re.S).group(1)
-    for word in ("control", "consistency", "Bonferroni", "finite-N allowance", "Coverage"):
-        assert word in methods
+    methods = block(html, r'<section id="methods">(.*?)</section>')
+    for word in ("near miss", "margin", "undecided", "diagnostic", "consistency", "Bonferroni"):
+        assert word in methods, word
+    assert "within" not in methods  # the retired test
     assert "M/M/1 rho=0.5" in methods and "0.945" in methods and "abc1234" in methods
     absent = tree.render(coverage_file=tmp_path / "none.json").read_text(encoding="utf-8")
     assert "coverage table has not been measured" in absent
     # The committed record (bench/bench_coverage.py) is shown by default.
     default = tree.render().read_text(encoding="utf-8")
-    shipped = re.search(r'<section id="methods">(.*?)</section>', default, re.S).group(1)
+    shipped = block(default, r'<section id="methods">(.*?)</section>')
     assert "mm1-rho0.99" in shipped and "Wilson" in shipped
+
+
+def test_methods_section_shows_seed_stability(tree: FakeTree, tmp_path: Path) -> None:
+    rows = [
+        {"artifact": "toy-tail", "claim": "u_1", "statuses": ["reproduced"] * 3, "stable": True},
+        {
+            "artifact": "toy-tail",
+            "claim": "u_5",
+            "stable": False,
+            "flip": False,
+            "statuses": ["reproduced", "undecided", "reproduced"],
+        },
+        {
+            "artifact": "toy-tail",
+            "claim": "u_9 flips",
+            "stable": False,
+            "flip": True,
+            "statuses": ["reproduced", "not reproduced", "reproduced"],
+        },
+    ]
+    per_seed = [
+        {
+            "seed": s,
+            "verdicts": 2,
+            "reproduced": 2 - (s == 1),
+            "not_reproduced": 0,
+            "undecided": int(s == 1),
+            "null_statistics": 0,
+        }
+        for s in range(3)
+    ]
+    record = {
+        "commit": "def5678abcdef",
+        "date": "2026-12-02",
+        "seeds": [0, 1, 2],
+        "flips": 1,
+        "flips_paper": 0,
+        "verdicts": 6,
+        "undecided_fraction": 1 / 6,
+        "null_statistics": 0,
+        "profile": "quick profile",
+        "rows": rows,
+        "per_seed": per_seed,
+        "produced_by": "python bench/bench_seeds.py",
+    }
+    path = tmp_path / "seeds.json"
+    write_json(record, path)
+    methods = block(
+        tree.render(seed_file=path).read_text(encoding="utf-8"),
+        r'<section id="methods">(.*?)</section>',
+    )
+    assert "def5678abc" in methods and "seeds 0, 1, 2" in methods
+    assert (
+        "<strong>1</strong> claim moved between reproduced and not reproduced (0 of them paper"
+        in methods
+    )
+    assert "undecided fraction <strong>16.7%</strong> of 6 verdicts" in methods
+    moved = block(methods, r'<table class="wide seed-moved">(.*?)</table>')
+    assert "u_9 flips" in moved and "u_5" in moved and "u_1<" not in moved
+    assert moved.index("u_9 flips") < moved.index("u_5")  # flips first
+    per = block(methods, r'<table class="summary seed-table">(.*?)</table>')
+    assert per.count("<tr>") == 1 + 3
+    none = tree.render(seed_file=tmp_path / "none.json").read_text(encoding="utf-8")
+    assert "seed stability has not been measured" in none
 
 
 def test_claim_text_is_escaped(html: str) -> None:

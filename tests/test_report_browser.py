@@ -27,6 +27,11 @@ def test_report_in_chromium(tmp_path: Path, browser: None) -> None:
     assert result["images_total"] == 1
     assert result["images_loaded"] == 1 and result["broken"] == []
     assert result["severe"] == [], result["severe"]
+    # Nothing runs past the right edge: the page fits the window, and no table of the summary
+    # or of Methods (the coverage and seed tables) hides columns in a scroll box.
+    assert not result["page_overflows"]
+    cut = [box for box in result["overflow"] if box[0] in ("summary", "methods")]
+    assert cut == [], cut
     assert shot.is_file() and shot.stat().st_size > 20_000
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     if target := os.environ.get("LBREPRO_SCREENSHOT"):

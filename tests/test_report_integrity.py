@@ -71,7 +71,7 @@ def test_hand_edited_checks_are_withheld(tmp_path: Path) -> None:
     checks.write_text(json.dumps(data))
     assert file_status(checks)[0] == CHANGED
     context = _context(tree)
-    assert context["counts"]["reproduced"] == 0 and not context["claims"]
+    assert context["counts"]["paper"]["verdicts"] == 0 and not context["claims"]
     html = tree.render().read_text()
     assert "invented" not in html and CHANGED in html
 
@@ -81,7 +81,7 @@ def test_unrecorded_file_is_shown_and_listed(tmp_path: Path) -> None:
     checks = tmp_path / tree.artifacts[0].paths()["checks"]
     Path(str(checks) + ".digest.json").unlink()
     context = _context(tree)
-    assert context["counts"]["reproduced"] == 1
+    assert context["counts"]["paper"]["verdicts"] == 1
     assert UNRECORDED in [f["status"] for f in context["manifest"]["files"]]
 
 

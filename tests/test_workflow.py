@@ -12,7 +12,7 @@ import pytest
 
 from lbrepro.artifacts import registry
 from lbrepro.config import load_config
-from lbrepro.core.claims import read_checks
+from lbrepro.core.io import read_json as read_checks
 from lbrepro.core.io import read_table
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -7,6 +7,7 @@ one line on stderr and exit code 2, never a traceback.
     lbrepro solve supermarket --lam 0.9 --d 2
     lbrepro simulate supermarket --lam 0.9 --d 2 --N 1000 --horizon 2000 --warmup 200 --seed 1
     lbrepro validate config/config.yaml config/quick.yaml
+    lbrepro diff RUN_A RUN_B
 """
 
 from __future__ import annotations
@@ -153,6 +154,9 @@ def build_parser() -> argparse.ArgumentParser:
     p_val = sub.add_parser("validate", help="validate config files (merged left to right)")
     p_val.add_argument("configs", nargs="*", help="config files (default: config/config.yaml)")
 
+    p_diff = sub.add_parser("diff", help="claims whose status or statistic moved between two runs")
+    p_diff.add_argument("runs", nargs=2, metavar="RUN", help="result trees (or their results/)")
+
     for command in ("solve", "simulate"):
         p_cmd = sub.add_parser(command, help=f"{command} one model, print JSON")
         subparsers = p_cmd.add_subparsers(
@@ -218,6 +222,12 @@ def _validate(paths: Sequence[str]) -> None:
     config = load_config(*paths)
     validate_config(config)
     print(json.dumps({"valid": True, "files": list(paths)}))
+
+
+def _diff(run_a: str, run_b: str) -> None:
+    from lbrepro.report.diff import diff_trees, format_diff, load_tree
+
+    print("\n".join(format_diff(diff_trees(load_tree(run_a), load_tree(run_b)), run_a, run_b)))
 
 
 def _run_model(args: argparse.Namespace) -> dict[str, Any]:
@@ -431,6 +441,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             _list(args.json)
         elif args.command == "validate":
             _validate(args.configs)
+        elif args.command == "diff":
+            _diff(*args.runs)
         else:
             print(json.dumps(_json_safe(_run_model(args)), indent=2, allow_nan=False))
         sys.stdout.flush()

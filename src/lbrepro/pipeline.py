@@ -324,7 +324,7 @@ def check_artifact(
     artifact = registry.get(artifact_id)
     claims = artifact.check(read_table(table), artifact_config(config, artifact_id))
     for c in claims:
-        log.info("%s: %s — %s", "reproduced" if c.passed else "NOT reproduced", c.claim, c.measured)
+        log.info("%s: %s — %s", c.status, c.claim, c.measured)
     write_checks(claims, out)
     write_digest(out)
 

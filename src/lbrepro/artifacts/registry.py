@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,7 @@ from lbrepro.core.claims import Claim
 
 Rows = list[dict[str, Any]]
 
-# File layout of the data contract (../shared/spec/README.md); Snakemake rules use these too.
+# File layout of the data contract (README.md, "Outputs"); Snakemake rules use these too.
 TABLE = "results/{slug}/{artifact}.csv"
 CHECKS = "results/{slug}/{artifact}.checks.json"
 # One job's table: the rows of the points it computed (lbrepro.core.packing names jobs).
@@ -43,8 +43,10 @@ class Paper:
     authors: str
     citation: str
     summary: str
-    seed_file: str = ""
     artifacts: tuple[Artifact, ...] = ()
+    #: Root causes shared by several failing claims: finding id → what it is, with numbers.
+    #: A claim names its root cause in ``Claim.finding``; the report lists each once.
+    findings: Mapping[str, str] = field(default_factory=dict)
     # Position in the report (smaller first); papers with equal order sort by slug.
     order: int = 100
 

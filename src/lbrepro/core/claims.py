@@ -1,79 +1,160 @@
-"""The claim-check type: a sentence from a paper turned into a machine check.
+"""The claim-check type: a sentence from a paper turned into a decision with a margin.
 
 A claim that fails is a finding, not a bug: it is written out with the numbers measured and
 shown in the report as "not reproduced".
 
-A verdict is worth something only if it could have gone the other way. So every claim carries a
-*control*: the same statistic and tolerance applied, in the same run, to a counterfactual where
-the claim is false (a geometric tail for a doubly exponential one, a fixed d for d(N) → ∞, the
-closed form at a neighbouring load, random routing for "close to optimal"). The control must
-fail; if it passes too, the check cannot tell the claim from its negation and the report says
-"inconclusive". A check that cannot fail by construction (a conservation law, a formula compared
-with itself, a published number at its own parameters) has ``kind="consistency"`` and is kept
-out of the reproduced / not-reproduced counts.
+Kinds of check:
+
+- a **verdict** can go either way. Its outcome is reproduced / not reproduced / undecided
+  (:mod:`lbrepro.core.verdicts`), and it carries a **control**: the same test, in the same run,
+  on a *near miss* — the closest plausible alternative the claim excludes, at a stated
+  distance from the claim's prediction (a closed form at a slightly different load, a tail
+  one notch slower, a policy a few per cent worse). A control that is reproduced too means
+  the run cannot tell the claim from its near miss: the claim is then undecided.
+- a **consistency** check cannot fail by construction (a formula compared with itself, a
+  published number at its own parameters, a rule chosen to match the paper); it is shown, and
+  counted apart.
+- a **diagnostic** is a simulator's self-check (work conservation, equilibrium). A failed
+  diagnostic invalidates every verdict built on the same run: those become undecided
+  (invalid run), see :func:`gate`.
+
+``source`` says whose claim it is: the paper's (``paper``), a published number
+(``published``), or a stricter check of lbrepro's own (``lbrepro``), counted apart.
+``finding`` names the root cause a failure shares with others (one cause, one finding; the
+paper package describes it in ``Paper.findings``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from lbrepro.core.io import read_json, write_json
-from lbrepro.core.verdicts import Verdict
+from lbrepro.core.io import write_json
+from lbrepro.core.verdicts import NOT_REPRODUCED, REPRODUCED, UNDECIDED, Verdict
 
-#: Claim kinds: a verdict that can go either way, or a consistency check that cannot fail.
-VERDICT, CONSISTENCY = "verdict", "consistency"
-#: What the report calls each outcome.
-REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE = "reproduced", "not reproduced", "inconclusive"
+__all__ = [
+    "CONSISTENCY",
+    "DIAGNOSTIC",
+    "NOT_REPRODUCED",
+    "REPRODUCED",
+    "STATUSES",
+    "UNDECIDED",
+    "VERDICT",
+    "Claim",
+    "claim_status",
+    "close",
+    "consistency",
+    "diagnostic",
+    "gate",
+    "make_claim",
+    "write_checks",
+]
+
+#: Claim kinds.
+VERDICT, CONSISTENCY, DIAGNOSTIC = "verdict", "consistency", "diagnostic"
+#: Every status a checks.json entry may have (the data contract).
+STATUSES = (REPRODUCED, NOT_REPRODUCED, UNDECIDED, CONSISTENCY, DIAGNOSTIC)
+#: Why a verdict is undecided.
+STRADDLES = "the interval straddles the margin"
+INVALID = "invalid run"
+INDISTINCT = "the control (near miss) is reproduced too"
+#: Sources of claims.
+SOURCES = ("paper", "published", "lbrepro")
+
+
+def _verdict_dict(v: Verdict) -> dict[str, Any]:
+    return {
+        "outcome": v.outcome,
+        "expected": v.expected,
+        "measured": v.measured,
+        "interval": list(v.interval) if v.interval else None,
+        "margin": v.margin,
+        "tolerance": v.tolerance,
+        "details": v.details,
+        "needs": v.needs,
+        "invalid": v.invalid,
+    }
 
 
 @dataclass(frozen=True)
 class Claim:
     """One checked claim, serialised as the data contract's checks.json entry.
 
-    ``expected``, ``measured`` and ``tolerance`` are numbers or short strings (whatever makes
-    the check readable); ``passed`` is the verdict. ``source`` says whose claim it is: the
-    paper's, a published number, or a check added by lbrepro beyond the paper. ``kind`` is
-    ``verdict`` or ``consistency``; ``control`` is the same test on a counterfactual where
-    the claim is false (a dict with ``claim``, ``measured``, ``expected``, ``tolerance``,
-    ``passed``, ``details``), required for every verdict.
+    ``outcome`` is the test's own outcome (reproduced / not reproduced / undecided; for a
+    diagnostic or consistency check, reproduced means it held). ``status`` (derived) adds the
+    control and the kind: see :func:`claim_status`. ``control`` holds the near miss's test
+    and its ``distance`` from the claim (required for every verdict). ``runs`` name the
+    simulation runs the claim reads, so a failed diagnostic on a run reaches its verdicts.
     """
 
     claim: str
+    outcome: str
     expected: Any
     measured: Any
     tolerance: Any
-    passed: bool
     details: str = ""
     source: str = "paper"
     extra: dict[str, Any] = field(default_factory=dict)
     kind: str = VERDICT
     control: dict[str, Any] | None = None
+    interval: list[float] | None = None
+    margin: float | None = None
+    needs: str = ""
+    invalid: str = ""
+    finding: str | None = None
+    runs: tuple[str, ...] = ()
+
+    @property
+    def passed(self) -> bool:
+        """Whether the test itself held (reproduced, or a diagnostic that passed)."""
+        return self.outcome == REPRODUCED
 
     @property
     def status(self) -> str:
-        """reproduced / not reproduced / inconclusive (the control passed too) / consistency."""
+        """The status the report shows (see :func:`claim_status`)."""
         return claim_status(self.to_dict())
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        data["passed"] = bool(self.passed)
+        data["runs"] = list(self.runs)
+        data["passed"] = self.passed
         data["status"] = claim_status(data)
+        data["reason"] = undecided_reason(data)
         return data
 
 
 def claim_status(entry: dict[str, Any]) -> str:
-    """The outcome a checks.json entry stands for (see the module docstring)."""
-    if entry.get("kind") == CONSISTENCY:
-        return CONSISTENCY
+    """The status a checks.json entry stands for.
+
+    consistency and diagnostic checks keep their kind; a verdict is its outcome, except that a
+    verdict on an invalid run, or whose control is reproduced too, is undecided.
+    """
+    kind = entry.get("kind")
+    if kind in (CONSISTENCY, DIAGNOSTIC):
+        return kind
+    outcome = entry.get("outcome")
+    if outcome not in (REPRODUCED, NOT_REPRODUCED, UNDECIDED):
+        return UNDECIDED
+    if entry.get("invalid"):
+        return UNDECIDED
     control = entry.get("control")
-    if not entry.get("passed"):
-        return NOT_REPRODUCED
-    if isinstance(control, dict) and control.get("passed"):
-        return INCONCLUSIVE
-    return REPRODUCED
+    if outcome == REPRODUCED and isinstance(control, dict):
+        if control.get("outcome") == REPRODUCED:
+            return UNDECIDED
+    return outcome
+
+
+def undecided_reason(entry: dict[str, Any]) -> str:
+    """Why an undecided verdict is undecided ("" for any other status)."""
+    if claim_status(entry) != UNDECIDED:
+        return ""
+    if entry.get("invalid"):
+        return f"{INVALID}: {entry['invalid']}"
+    if entry.get("outcome") == REPRODUCED:
+        return INDISTINCT
+    return STRADDLES
 
 
 def make_claim(
@@ -81,40 +162,49 @@ def make_claim(
     verdict: Verdict,
     *,
     control: tuple[str, Verdict] | None,
+    distance: str = "",
     source: str = "paper",
     kind: str = VERDICT,
     details: str = "",
+    finding: str | None = None,
+    runs: Iterable[str] = (),
     **extra: Any,
 ) -> Claim:
-    """A claim from a :class:`Verdict` and its control ``(what the control is, its verdict)``.
+    """A claim from a :class:`Verdict` and its control ``(what the near miss is, its verdict)``.
 
-    Every verdict needs a control; only ``kind="consistency"`` may go without one.
+    Every verdict needs a control and its ``distance`` from the claim (in words and numbers:
+    "ρ = 0.89, 2.3 margins from the prediction"); only consistency checks and diagnostics go
+    without one.
     """
+    if source not in SOURCES:
+        raise ValueError(f"claim {claim!r}: source must be one of {SOURCES}, got {source!r}")
     if kind == VERDICT and control is None:
-        raise ValueError(f"claim {claim!r}: a verdict needs a control (or kind='consistency')")
+        raise ValueError(f"claim {claim!r}: a verdict needs a control (or another kind)")
+    if kind == VERDICT and not distance:
+        raise ValueError(f"claim {claim!r}: a control must state its distance from the claim")
     ctrl = None
     if control is not None:
         what, v = control
-        ctrl = {
-            "claim": what,
-            "expected": v.expected,
-            "measured": v.measured,
-            "tolerance": v.tolerance,
-            "passed": bool(v.passed),
-            "details": v.details,
-        }
+        ctrl = {"claim": what, "distance": distance, **_verdict_dict(v)}
+        ctrl["passed"] = v.outcome == REPRODUCED
     text = "; ".join(t for t in (verdict.details, details) if t)
     return Claim(
         claim=claim,
+        outcome=verdict.outcome,
         expected=verdict.expected,
         measured=verdict.measured,
         tolerance=verdict.tolerance,
-        passed=bool(verdict.passed),
         details=text,
         source=source,
         extra=dict(extra),
         kind=kind,
         control=ctrl,
+        interval=list(verdict.interval) if verdict.interval else None,
+        margin=verdict.margin,
+        needs=verdict.needs,
+        invalid=verdict.invalid,
+        finding=finding,
+        runs=tuple(runs),
     )
 
 
@@ -127,42 +217,59 @@ def consistency(
     )
 
 
-def check_close(
-    claim: str,
-    expected: float,
-    measured: float,
-    tolerance: float,
-    *,
-    details: str = "",
-    source: str = "paper",
-) -> Claim:
-    """A claim that ``measured`` lies within ``tolerance`` (absolute) of ``expected``."""
-    passed = abs(measured - expected) <= tolerance
-    return Claim(claim, expected, measured, tolerance, bool(passed), details, source)
+def diagnostic(claim: str, verdict: Verdict, *, runs: Iterable[str], details: str = "") -> Claim:
+    """A simulator's self-check on the named runs; if it fails, :func:`gate` invalidates the
+    verdicts built on those runs."""
+    return make_claim(
+        claim,
+        verdict,
+        control=None,
+        source="lbrepro",
+        kind=DIAGNOSTIC,
+        details=details,
+        runs=runs,
+    )
+
+
+def gate(claims: Sequence[Claim]) -> list[Claim]:
+    """Invalidate every verdict that reads a run whose diagnostic failed.
+
+    Applied by the pipeline to each artifact's claims, so no artifact can forget it.
+    """
+    failed: dict[str, list[str]] = {}
+    for c in claims:
+        if c.kind == DIAGNOSTIC and c.outcome != REPRODUCED:
+            for run in c.runs:
+                failed.setdefault(run, []).append(c.claim)
+    if not failed:
+        return list(claims)
+    out = []
+    for c in claims:
+        hit = sorted({d for run in c.runs for d in failed.get(run, [])})
+        if c.kind == VERDICT and hit:
+            why = "failed diagnostic: " + "; ".join(hit)
+            c = replace(c, invalid="; ".join(t for t in (c.invalid, why) if t))
+        out.append(c)
+    return out
 
 
 def close(expected: float, measured: float, tolerance: float, *, relative: bool = False) -> Verdict:
-    """A :class:`Verdict` that ``measured`` is within ``tolerance`` of ``expected``.
+    """An exact comparison: ``measured`` within ``tolerance`` of ``expected`` (decided outright).
 
-    ``relative``: the tolerance is a fraction of ``|expected|``.
+    ``relative``: the tolerance is a fraction of ``|expected|``. For exact values only (closed
+    forms, solvers): a noisy estimate is judged by :func:`lbrepro.core.verdicts.agrees`.
     """
     scale = abs(expected) if relative else 1.0
     err = abs(measured - expected)
     return Verdict(
-        passed=bool(err <= tolerance * scale),
-        measured=measured,
-        expected=expected,
-        tolerance=f"{tolerance:g}{' relative' if relative else ''}",
-        details=f"|difference| = {err:.3g}"
-        + (f" ({err / scale:.2%})" if relative and scale else ""),
+        REPRODUCED if err <= tolerance * scale else NOT_REPRODUCED,
+        measured,
+        f"{expected:g}",
+        f"{tolerance:g}{' relative' if relative else ''}",
+        f"|difference| = {err:.3g}" + (f" ({err / scale:.2%})" if relative and scale else ""),
     )
 
 
 def write_checks(claims: Sequence[Claim], path: str | Path) -> None:
-    """Write claims as the list of objects the data contract names."""
-    write_json([c.to_dict() for c in claims], path)
-
-
-def read_checks(path: str | Path) -> list[dict[str, Any]]:
-    """Read a checks.json file."""
-    return read_json(path)
+    """Write claims as the list of objects the data contract names (diagnostics applied)."""
+    write_json([c.to_dict() for c in gate(claims)], path)

@@ -1,31 +1,41 @@
-"""The statistics of a claim: one place for every test a claim check applies.
+"""The statistics of a claim: one decision rule with a margin, and the few tests built on it.
 
-Every claim check of every artifact is built from these few tests, so a reader learns the rules
-once (docs/methods.md states them in words):
+A verdict is a decision with a margin. Every claim reduces to one or more *components*: a
+statistic (a difference, a gap, a slope, a step of a sweep) with its 95% interval, Bonferroni-
+widened over the components judged together, and a *threshold* on the side where the claim
+holds. A component
 
-- ``within``: a reference value lies inside a simulation's confidence interval, Bonferroni-widened
-  over the comparisons made together, plus an explicit finite-N allowance;
-- ``better``: A is significantly below B (or at least not significantly above it);
-- ``trend``: a sequence of estimates increases, decreases or tends to 0 — judged with CIs, not
-  on point estimates;
-- ``fit_slope`` / ``slope_in``: weighted least squares with its standard error, and a verdict
-  on the slope.
+- **holds** when its whole widened interval lies on the claim's side of the threshold,
+- **fails** when its whole widened interval lies on the other side,
+- is **open** otherwise (the run cannot tell), and **unresolved** when the run gave it no
+  usable interval (a simulated value that was never observed, a degenerate interval).
 
-Each returns a :class:`Verdict` (passed, the statistic measured, what was expected, the
-tolerance, a readable detail). A check run on an empty comparison set raises
-:class:`EmptyComparisonError`: it fails loudly instead of passing vacuously.
+A claim over all its components (``quantifier="all"``) is *reproduced* when every component
+holds, *not reproduced* when one fails, and *undecided* otherwise; a claim that one of them
+suffices (``"any"``) is reproduced when one holds and not reproduced when all fail. So a true
+claim is decided "not reproduced" only when a widened 95% interval misses its true value on
+the far side: at most 2.5% of the time, family-wise. The same rule decides every test:
 
-A verdict means something only if it can go the other way, so every claim is also evaluated on
-a *control* — a counterfactual where the claim is false — with the same statistic and tolerance
-(see :func:`lbrepro.core.claims.make_claim`).
+- :func:`agrees` — equivalence (two one-sided tests): |estimate − reference| < margin;
+- :func:`better` — A below B by more than a minimum effect (superiority), or not worse than B
+  by more than a margin (non-inferiority);
+- :func:`trend` — a sweep moves by more than a minimum effect first → last, and no step goes
+  the other way by more than it;
+- :func:`slope_in` — a fitted slope lies in an interval;
+- :func:`exact` — a comparison of exact values (closed forms, mean fields, exact Markov
+  computations): decided outright, there is no noise.
+
+A verdict that rests on an estimate whose run failed a diagnostic (``converged = False``) is
+*undecided (invalid run)*, whatever its numbers say. Each :class:`Verdict` carries the decisive
+statistic as a number (never null), its widened interval, the margin in the claim's units, and
+for an undecided verdict the precision that would decide it.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -33,19 +43,37 @@ import numpy as np
 from lbrepro.core.stats import Estimate, bonferroni_factor, normal_quantile, t_quantile
 
 __all__ = [
+    "NOT_REPRODUCED",
+    "REPRODUCED",
+    "UNDECIDED",
+    "Component",
     "EmptyComparisonError",
     "SlopeFit",
     "Verdict",
+    "agreement_margin",
+    "agrees",
     "better",
+    "decide",
     "estimate",
+    "exact",
     "fit_slope",
     "slope_in",
     "trend",
-    "within",
 ]
 
 #: Two-sided 95% normal quantile: the level every claim is judged at.
 Z95 = 1.959963984540054
+
+#: The three outcomes of a verdict.
+REPRODUCED, NOT_REPRODUCED, UNDECIDED = "reproduced", "not reproduced", "undecided"
+OUTCOMES = (REPRODUCED, NOT_REPRODUCED, UNDECIDED)
+
+#: The default agreement margin, relative to the reference: what a reader of a load-balancing
+#: paper calls "agrees with" when the paper gives no yardstick of its own (a figure's curves
+#: that coincide to the eye differ by less). A claim may state its own (docs/methods.md).
+AGREEMENT = 0.02
+
+HOLDS, FAILS, OPEN, UNRESOLVED = "holds", "fails", "open", "unresolved"
 
 
 class EmptyComparisonError(ValueError):
@@ -54,30 +82,229 @@ class EmptyComparisonError(ValueError):
 
 @dataclass(frozen=True)
 class Verdict:
-    """The outcome of one statistical test of a claim."""
+    """The outcome of one claim's test: a decision with its margin.
 
-    passed: bool
-    measured: Any
-    expected: Any
-    tolerance: Any
+    ``outcome`` is reproduced / not reproduced / undecided; ``measured`` the decisive
+    statistic (a finite number, in the claim's units), ``interval`` its widened 95% interval,
+    ``margin`` the threshold's distance from the claim's prediction (claim units); ``expected``
+    and ``tolerance`` say in words what the claim needs and how it is judged. An undecided
+    verdict says in ``needs`` what precision would decide it; ``invalid`` names a failed
+    diagnostic the verdict rests on (then the outcome is undecided whatever the numbers).
+    """
+
+    outcome: str
+    measured: float | str
+    expected: str
+    tolerance: str
     details: str = ""
+    interval: tuple[float, float] | None = None
+    margin: float | None = None
+    needs: str = ""
+    invalid: str = ""
 
-    def __bool__(self) -> bool:  # a Verdict reads as its outcome in `if` and `all()`
-        return bool(self.passed)
+    def __post_init__(self) -> None:
+        if self.outcome not in OUTCOMES:
+            raise TypeError(f"Verdict outcome must be one of {OUTCOMES}, got {self.outcome!r}")
+        if isinstance(self.measured, float) and not math.isfinite(self.measured):
+            raise ValueError(f"a verdict's statistic must be finite, got {self.measured}")
+        if self.measured is None:
+            raise ValueError("a verdict's statistic must not be null")
+
+    @property
+    def passed(self) -> bool:
+        """Whether the claim is reproduced."""
+        return self.outcome == REPRODUCED
+
+    def __bool__(self) -> bool:  # a Verdict reads as "reproduced" in `if` and `all()`
+        return self.passed
+
+    def invalidated(self, reason: str) -> Verdict:
+        """This verdict on a run that failed a diagnostic: undecided (invalid run)."""
+        return Verdict(
+            UNDECIDED,
+            self.measured,
+            self.expected,
+            self.tolerance,
+            self.details,
+            self.interval,
+            self.margin,
+            self.needs,
+            "; ".join(r for r in (self.invalid, reason) if r),
+        )
+
+
+@dataclass(frozen=True)
+class Component:
+    """One statistic of a claim, judged against a threshold.
+
+    ``value`` ± ``half_width`` (already widened) is the statistic's interval; the claim holds
+    on the ``side`` (``"above"`` or ``"below"``) of ``threshold``. ``veto``: the component can
+    only make the claim fail (a step of a trend that must not reverse); it is not needed for
+    "reproduced". ``resolved = False``: the run gave no usable interval; the component is
+    neither held nor failed.
+    """
+
+    label: str
+    value: float
+    half_width: float
+    threshold: float
+    side: Literal["above", "below"] = "above"
+    veto: bool = False
+    resolved: bool = True
+    unit: str = ""
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def low(self) -> float:
+        return self.value - self.half_width
+
+    @property
+    def high(self) -> float:
+        return self.value + self.half_width
+
+    @property
+    def state(self) -> str:
+        """holds / fails / open / unresolved (see the module docstring)."""
+        if not self.resolved or not math.isfinite(self.value) or math.isnan(self.half_width):
+            return UNRESOLVED
+        if self.side == "above":
+            if self.low > self.threshold:
+                return HOLDS
+            if self.high < self.threshold:
+                return FAILS
+        else:
+            if self.high < self.threshold:
+                return HOLDS
+            if self.low > self.threshold:
+                return FAILS
+        return OPEN
+
+    @property
+    def slack(self) -> float:
+        """How far the interval's far end sits inside the claim's side (negative: outside)."""
+        if self.side == "above":
+            return self.low - self.threshold
+        return self.threshold - self.high
+
+    def describe(self) -> str:
+        op = ">" if self.side == "above" else "<"
+        hw = f" ± {self.half_width:.3g}" if self.half_width else ""
+        return (
+            f"{self.label}: {self.value:.6g}{hw}{self.unit} {op} {self.threshold:.6g}"
+            f" [{self.state}]"
+        )
+
+
+def decide(
+    components: Sequence[Component],
+    *,
+    quantifier: Literal["all", "any"] = "all",
+    expected: str,
+    tolerance: str,
+    margin: float | None = None,
+    details: str = "",
+    estimates: Sequence[Estimate] = (),
+) -> Verdict:
+    """The outcome of a claim from its components (see the module docstring).
+
+    The statistic reported is the decisive component's value: the failing one for "not
+    reproduced", else the one nearest to failing. ``estimates`` are the simulated inputs:
+    any not converged makes the verdict undecided (invalid run).
+    """
+    if not components:
+        raise EmptyComparisonError(f"no components to judge ({expected})")
+    states = [c.state for c in components]
+    needed = [(c, s) for c, s in zip(components, states, strict=True) if not c.veto]
+    if not needed:
+        raise EmptyComparisonError(f"only veto components ({expected})")
+    failing = [c for c, s in zip(components, states, strict=True) if s == FAILS]
+    if quantifier == "all":
+        if failing:
+            outcome = NOT_REPRODUCED
+        elif all(s == HOLDS for _, s in needed):
+            outcome = REPRODUCED
+        else:
+            outcome = UNDECIDED
+    else:
+        if any(s == HOLDS for _, s in needed):
+            outcome = REPRODUCED
+        elif all(s == FAILS for _, s in needed):
+            outcome = NOT_REPRODUCED
+        else:
+            outcome = UNDECIDED
+    if outcome == NOT_REPRODUCED:
+        pool = failing if quantifier == "all" else [c for c, _ in needed]
+        decisive = min(pool, key=lambda c: c.slack)
+    elif outcome == REPRODUCED and quantifier == "any":
+        decisive = max((c for c, s in needed if s == HOLDS), key=lambda c: c.slack)
+    else:
+        finite = [c for c, _ in needed if math.isfinite(c.slack)]
+        decisive = min(finite, key=lambda c: c.slack) if finite else needed[0][0]
+    needs = ""
+    if outcome == UNDECIDED:
+        needs = _needs(components, states)
+    listing = "; ".join(c.describe() for c in components)
+    invalid = _unconverged(estimates)
+    value = decisive.value if math.isfinite(decisive.value) else 0.0
+    hw = decisive.half_width if math.isfinite(decisive.half_width) else math.inf
+    interval = (value - hw, value + hw) if math.isfinite(hw) else None
+    v = Verdict(
+        outcome=outcome,
+        measured=round(float(value), 6),
+        expected=expected,
+        tolerance=tolerance,
+        details="; ".join(t for t in (f"decisive {decisive.label}", details, listing) if t),
+        interval=(round(interval[0], 6), round(interval[1], 6)) if interval else None,
+        margin=margin,
+        needs=needs,
+    )
+    return v.invalidated(invalid) if invalid else v
+
+
+def _needs(components: Sequence[Component], states: Sequence[str]) -> str:
+    """What precision would decide an undecided claim: the half-width each open part needs."""
+    parts = []
+    for c, s in zip(components, states, strict=True):
+        if s == UNRESOLVED:
+            parts.append(f"{c.label} unresolved: a run that observes it")
+        elif s == OPEN and not c.veto:
+            gap = abs(c.value - c.threshold)
+            parts.append(
+                f"{c.label}: half-width < {gap:.3g} (now {c.half_width:.3g}, "
+                f"≈ {(c.half_width / gap) ** 2 if gap else math.inf:.2g}× the run length)"
+            )
+    return "; ".join(parts)
+
+
+def _unconverged(estimates: Sequence[Estimate]) -> str:
+    """The diagnostic that invalidates a verdict: estimates from runs that did not converge."""
+    n = sum(not e.converged for e in estimates)
+    if not n:
+        return ""
+    return (
+        f"{n} of {len(estimates)} estimates from runs whose batch means stayed correlated "
+        "(converged = False): their intervals cannot be trusted"
+    )
 
 
 def estimate(row: Mapping[str, Any]) -> Estimate:
     """The :class:`Estimate` of one tidy row: its CI if it has one, else an exact value.
 
     Rows of methods ``cf``, ``mf``, ``rmf``, ``mdp``, ``published`` carry no interval and are
-    exact values of a formula; rows of ``sim`` and ``sde`` carry ``ci_low``/``ci_high``.
+    exact values of a formula; simulated rows carry ``ci_low``/``ci_high`` and must carry
+    ``batches`` and ``converged`` too (a row that does not is refused, naming the column).
     """
     value = float(row["value"])
     low, high = row.get("ci_low"), row.get("ci_high")
-    if low is None or high is None or _nan(low) or _nan(high):
-        low = high = value
-    batches = row.get("batches")
-    N = row.get("N")
+    simulated = not (low is None or high is None or _nan(low) or _nan(high))
+    if not simulated:
+        return Estimate(value, value, value, 0.0, 0, _int(row.get("N")), row.get("seed"))
+    for column in ("batches", "converged"):
+        if row.get(column) is None or _nan(row.get(column)):
+            raise ValueError(
+                f"a simulated row ({row.get('method')}, {row.get('quantity')}) has no "
+                f"{column!r}: every simulated row must carry batches and converged"
+            )
     return Estimate(
         mean=value,
         low=float(low),
@@ -85,26 +312,24 @@ def estimate(row: Mapping[str, Any]) -> Estimate:
         # An interval clipped to the quantity's range (a fraction near 0) is asymmetric: the
         # unclipped side carries the half-width.
         half_width=max(float(high) - value, value - float(low)),
-        batches=int(batches) if batches is not None and not _nan(batches) else 0,
-        N=int(N) if N is not None and not _nan(N) else None,
+        batches=int(row["batches"]),
+        N=_int(row.get("N")),
         seed=row.get("seed"),
         converged=row.get("converged") not in (False, 0, "False", "false"),
     )
 
 
-def _unconverged(estimates: Sequence[Estimate]) -> str:
-    """A warning for the details when some intervals come from runs that did not converge."""
-    n = sum(not e.converged for e in estimates)
-    if not n:
-        return ""
-    return (
-        f"; WARNING: {n} of {len(estimates)} estimates from runs whose batch means stayed "
-        "correlated (converged = False): their intervals are too narrow"
-    )
+def _int(x: Any) -> int | None:
+    return int(x) if x is not None and not _nan(x) else None
 
 
 def _nan(x: Any) -> bool:
     return isinstance(x, float) and math.isnan(x)
+
+
+def resolved(e: Estimate) -> bool:
+    """Whether an estimate has a usable interval: exact, or simulated with a positive width."""
+    return e.batches == 0 or float(e.half_width) > 0
 
 
 def _widening(estimates: Sequence[Estimate], comparisons: int) -> float:
@@ -120,47 +345,62 @@ def _widening(estimates: Sequence[Estimate], comparisons: int) -> float:
     return normal_quantile(1 - 0.05 / (2 * comparisons)) / Z95
 
 
-def within(
+def agreement_margin(reference: float, *, relative: float = AGREEMENT, floor: float = 0.0) -> float:
+    """The agreement margin of one comparison: ``relative`` × |reference|, at least ``floor``.
+
+    ``floor`` is the smallest difference the claim's quantity can express at this run (for a
+    fraction of N servers averaged over time T, 1/(N·T)); the relative part is the documented
+    default :data:`AGREEMENT` unless the paper gives its own yardstick.
+    """
+    return max(relative * abs(float(reference)), float(floor))
+
+
+def agrees(
     estimates: Sequence[Estimate],
     references: Sequence[float],
     *,
-    allowance: float | Sequence[float] = 0.0,
+    margin: float | Sequence[float],
     labels: Sequence[str] | None = None,
+    what: str = "estimate − reference",
 ) -> Verdict:
-    """Every reference lies inside its estimate's Bonferroni-widened 95% CI plus an allowance.
+    """Equivalence: every |estimate − reference| is below its margin (two one-sided tests).
 
-    The rule, the same for every claim: with m comparisons made together, the i-th passes when
-    ``|estimate_i − reference_i| ≤ w·h_i + a_i``, where h_i is the 95% half-width, w the
-    Bonferroni widening for m comparisons (family-wise 95%), and a_i the *finite-N allowance*:
-    a deterministic, stated bound on how far the reference may legitimately sit from a
-    finite-N system (zero when the reference is exact at this N, e.g. the refined mean field's
-    own O(1/N²) remainder is not granted). The statistic is the largest ratio
-    ``|estimate − reference| / (w·h + a)``; the claim passes when it is ≤ 1.
+    Each comparison i has the difference δ_i = x_i − r_i with the widened half-width w·h_i (w
+    the Bonferroni widening over the m comparisons) and two components, δ_i > −m_i and
+    δ_i < m_i: the claim is reproduced when every δ_i's interval lies inside (−m_i, m_i), not
+    reproduced when one lies wholly outside, undecided otherwise. A margin must be positive:
+    a claim that needs exact equality of a noisy estimate cannot be reproduced.
     """
     m = len(estimates)
     if m == 0:
-        raise EmptyComparisonError("within: no estimates to compare")
+        raise EmptyComparisonError("agrees: no estimates to compare")
     if len(references) != m:
-        raise ValueError(f"within: {m} estimates but {len(references)} references")
-    allow = np.broadcast_to(np.asarray(allowance, dtype=float), (m,))
+        raise ValueError(f"agrees: {m} estimates but {len(references)} references")
+    margins = np.broadcast_to(np.asarray(margin, dtype=float), (m,))
+    if not np.all(margins > 0):
+        raise ValueError(f"agrees: every margin must be positive, got {margins.tolist()}")
     w = _widening(estimates, m)
-    ratios = []
-    for e, ref, a in zip(estimates, references, allow, strict=True):
-        tol = w * e.half_width + a
-        diff = abs(e.mean - float(ref))
-        ratios.append(diff / tol if tol > 0 else (0.0 if diff == 0 else math.inf))
-    worst = int(np.argmax(ratios))
-    name = labels[worst] if labels else f"#{worst}"
+    names = list(labels) if labels else [f"#{i}" for i in range(m)]
+    components = []
+    for e, ref, mi, name in zip(estimates, references, margins, names, strict=True):
+        diff = float(e.mean) - float(ref)
+        hw = w * float(e.half_width)
+        ok = resolved(e)
+        components.append(Component(f"{name} (δ > −m)", diff, hw, -float(mi), "above", resolved=ok))
+        components.append(Component(f"{name} (δ < m)", diff, hw, float(mi), "below", resolved=ok))
+    worst = int(np.argmax([abs(c.value) / c.threshold for c in components[1::2]]))
     e = estimates[worst]
-    return Verdict(
-        passed=bool(max(ratios) <= 1.0),
-        measured=round(float(max(ratios)), 3),
-        expected="|estimate − reference| / (widened CI + allowance) ≤ 1",
-        tolerance=f"Bonferroni ×{w:.3f} over {m}, allowance ≤ {float(np.max(allow)):.2g}",
+    return decide(
+        components,
+        expected=f"|{what}| < margin (equivalence, two one-sided tests)",
+        tolerance=f"margin ≤ {float(np.max(margins)):.3g}; 95% CIs Bonferroni ×{w:.3f} over {m}",
+        margin=float(margins[worst]),
         details=(
-            f"worst {name}: estimate {e.mean:.6g} [{e.low:.6g}, {e.high:.6g}] vs reference "
-            f"{float(references[worst]):.6g}" + _unconverged(estimates)
+            f"largest {names[worst]}: estimate {float(e.mean):.6g} "
+            f"[{float(e.low):.6g}, {float(e.high):.6g}] vs reference "
+            f"{float(references[worst]):.6g}, margin {float(margins[worst]):.3g}"
         ),
+        estimates=estimates,
     )
 
 
@@ -168,47 +408,46 @@ def better(
     a: Sequence[Estimate],
     b: Sequence[Estimate],
     *,
+    min_effect: float | Sequence[float],
     quantifier: Literal["all", "any"] = "all",
     strict: bool = True,
-    margin: float = 0.0,
     labels: Sequence[str] | None = None,
 ) -> Verdict:
-    """A is below B: significantly (``strict``) or at least not significantly above.
+    """A is below B (lower is better) by more than a minimum effect, or not worse than it.
 
-    For each pair the z-score ``(b − a − margin) / σ`` uses σ from the two 95% half-widths in
-    quadrature (independent runs), with Bonferroni widening over the pairs. ``strict``: a pair
-    holds when z exceeds the widened critical value (A significantly better); otherwise when
-    z exceeds minus it (A not significantly worse). ``quantifier`` = ``all`` for "at every
-    point", ``any`` for "can outperform". The statistic is the smallest (``all``) or largest
-    (``any``) z-score.
+    Each pair's gap g = B − A (positive: A better) is one component with the widened
+    half-width of the two intervals in quadrature (independent runs; exact values add
+    nothing). ``strict`` (superiority): the claim holds where g > δ, ``min_effect`` δ ≥ 0 the
+    smallest gap a reader would call "better". Not ``strict`` (non-inferiority): g > −δ, A
+    not worse than B by more than δ. ``quantifier`` = ``all`` for "at every point", ``any``
+    for "can outperform".
     """
     n = len(a)
     if n == 0:
         raise EmptyComparisonError("better: no pairs to compare")
     if len(b) != n:
         raise ValueError(f"better: {n} values of A but {len(b)} of B")
-    crit = Z95 * _widening([*a, *b], n)
-    zs = []
-    for ea, eb in zip(a, b, strict=True):
-        sigma = math.hypot(ea.half_width, eb.half_width) / Z95
-        gap = eb.mean - ea.mean - margin
-        zs.append(gap / sigma if sigma > 0 else math.copysign(math.inf, gap) if gap else 0.0)
-    threshold = crit if strict else -crit
-    holds = [z > threshold for z in zs]
-    passed = all(holds) if quantifier == "all" else any(holds)
-    stat = min(zs) if quantifier == "all" else max(zs)
-    i = zs.index(stat)
-    name = labels[i] if labels else f"#{i}"
-    return Verdict(
-        passed=bool(passed),
-        measured=round(float(stat), 3) if math.isfinite(stat) else stat,
-        expected=f"z > {threshold:+.3f} ({quantifier} of {n})",
-        tolerance=f"95% family-wise over {n} (z-critical {crit:.3f}); margin {margin:g}",
-        details=(
-            f"{sum(holds)}/{n} pairs hold; {'worst' if quantifier == 'all' else 'best'} {name}: "
-            f"A {a[i].mean:.6g} ± {a[i].half_width:.2g} vs B {b[i].mean:.6g} ± "
-            f"{b[i].half_width:.2g}" + _unconverged([*a, *b])
-        ),
+    deltas = np.broadcast_to(np.asarray(min_effect, dtype=float), (n,))
+    if np.any(deltas < 0):
+        raise ValueError("better: a minimum effect must be ≥ 0")
+    w = _widening([*a, *b], n)
+    names = list(labels) if labels else [f"#{i}" for i in range(n)]
+    comps = []
+    for ea, eb, delta, name in zip(a, b, deltas, names, strict=True):
+        gap = float(eb.mean) - float(ea.mean)
+        hw = w * math.hypot(float(ea.half_width), float(eb.half_width))
+        threshold = float(delta) if strict else -float(delta)
+        comps.append(
+            Component(name, gap, hw, threshold, "above", resolved=resolved(ea) and resolved(eb))
+        )
+    kind = "superiority: B − A > δ" if strict else "non-inferiority: B − A > −δ"
+    return decide(
+        comps,
+        quantifier=quantifier,
+        expected=f"{kind} ({quantifier} of {n})",
+        tolerance=f"δ ≤ {float(np.max(deltas)):.3g}; 95% CIs Bonferroni ×{w:.3f} over {n}",
+        margin=float(np.max(deltas)),
+        estimates=[*a, *b],
     )
 
 
@@ -217,53 +456,71 @@ def trend(
     estimates: Sequence[Estimate],
     direction: Literal["increasing", "decreasing", "to_zero"],
     *,
+    min_effect: float,
     ratio: float = 0.5,
 ) -> Verdict:
-    """A sequence of estimates (ordered by x) moves in one direction, judged with its CIs.
+    """A sweep (ordered by x) moves in one direction by more than a minimum effect.
 
-    ``increasing`` / ``decreasing``: the last value differs from the first significantly in that
-    direction, and no step between neighbours goes significantly the other way (z-scores with
-    half-widths in quadrature, Bonferroni over the steps). ``to_zero``: decreasing in that
-    sense, and the last value's upper 95% bound is below ``ratio`` times the first value — a
-    finite sweep can only show a decline by a stated factor, never the limit itself.
+    Components: first → last changes in the direction by more than ``min_effect`` δ > 0, and
+    (veto) no step between neighbours goes the other way by more than δ. ``to_zero`` also
+    needs the last value below ``ratio`` × the first (a finite sweep shows a decline by a
+    stated factor, never the limit itself). Intervals are Bonferroni-widened over all the
+    components.
     """
     n = len(estimates)
     if n < 2:
         raise EmptyComparisonError(f"trend: needs at least two points, got {n}")
     if len(x) != n:
         raise ValueError(f"trend: {len(x)} x values but {n} estimates")
+    if not min_effect > 0:
+        raise ValueError("trend: the minimum effect must be positive")
     order = np.argsort(np.asarray(x, dtype=float), kind="stable")
     est = [estimates[i] for i in order]
     xs = [float(x[i]) for i in order]
     sign = 1.0 if direction == "increasing" else -1.0
-    crit = Z95 * _widening(est, max(n - 1, 1))
+    count = 1 + (n - 1) + (direction == "to_zero")
+    w = _widening(est, count)
 
-    def z(e0: Estimate, e1: Estimate) -> float:
-        sigma = math.hypot(e0.half_width, e1.half_width) / Z95
-        gap = sign * (e1.mean - e0.mean)
-        return gap / sigma if sigma > 0 else (math.copysign(math.inf, gap) if gap else 0.0)
+    def change(e0: Estimate, e1: Estimate) -> tuple[float, float, bool]:
+        hw = w * math.hypot(float(e0.half_width), float(e1.half_width))
+        return sign * (float(e1.mean) - float(e0.mean)), hw, resolved(e0) and resolved(e1)
 
-    overall = z(est[0], est[-1])
-    steps = [z(e0, e1) for e0, e1 in itertools.pairwise(est)]
-    reversals = [i for i, s in enumerate(steps) if s < -crit]
-    passed = overall > Z95 and not reversals
-    extra = ""
+    g, hw, ok = change(est[0], est[-1])
+    comps = [Component(f"{xs[0]:g}→{xs[-1]:g}", g, hw, min_effect, "above", resolved=ok)]
+    for i in range(n - 1):
+        g, hw, ok = change(est[i], est[i + 1])
+        comps.append(
+            Component(f"step {xs[i]:g}→{xs[i + 1]:g}", g, hw, -min_effect, veto=True, resolved=ok)
+        )
     if direction == "to_zero":
-        bound = ratio * est[0].mean
-        reached = est[-1].high < bound
-        passed = passed and reached
-        extra = f"; last upper bound {est[-1].high:.3g} vs {ratio:g}× first = {bound:.3g}"
+        last, first = est[-1], est[0]
+        v = float(last.mean) - ratio * float(first.mean)
+        hw = w * math.hypot(float(last.half_width), ratio * float(first.half_width))
+        comps.append(Component(f"last − {ratio:g}×first", v, hw, 0.0, "below"))
     listing = ", ".join(
-        f"{xv:g}: {e.mean:.4g}±{e.half_width:.2g}" for xv, e in zip(xs, est, strict=True)
+        f"{xv:g}: {float(e.mean):.4g}±{float(e.half_width):.2g}"
+        for xv, e in zip(xs, est, strict=True)
     )
-    rev = ", ".join(f"{xs[i]:g}→{xs[i + 1]:g}" for i in reversals) or "none"
-    return Verdict(
-        passed=bool(passed),
-        measured=round(float(overall), 3) if math.isfinite(overall) else overall,
-        expected=f"{direction}: first→last z > {Z95:.2f}, no significant reversal",
-        tolerance=f"steps judged at z {crit:.2f} (Bonferroni over {n - 1})",
-        details=f"significant reversals: {rev}{extra}; values {listing}" + _unconverged(est),
+    return decide(
+        comps,
+        expected=f"{direction}: first → last by more than δ = {min_effect:.3g}, "
+        "no step reversing by more than δ",
+        tolerance=f"δ = {min_effect:.3g}; 95% CIs Bonferroni ×{w:.3f} over {count}",
+        margin=float(min_effect),
+        details=f"values {listing}",
+        estimates=est,
     )
+
+
+def exact(
+    holds: bool,
+    measured: float | str,
+    expected: str,
+    tolerance: str = "exact",
+    details: str = "",
+) -> Verdict:
+    """A decided comparison of exact values (no noise: reproduced or not reproduced)."""
+    return Verdict(REPRODUCED if holds else NOT_REPRODUCED, measured, expected, tolerance, details)
 
 
 @dataclass(frozen=True)
@@ -327,22 +584,35 @@ def slope_in(
     low: float = -math.inf,
     high: float = math.inf,
     *,
-    significant: bool = False,
     what: str = "slope",
+    widening: float = 1.0,
 ) -> Verdict:
-    """The fitted slope lies in [low, high], judged with its 95% interval.
+    """The fitted slope lies in [low, high], judged with its (widened) 95% interval.
 
-    ``significant=False``: the point estimate lies in [low, high] (the data do not contradict
-    the claim). ``significant=True``: the whole 95% CI lies in [low, high] (the data establish
-    it). A claim "slope > c" is ``slope_in(fit, low=c)``. Its control must fail by the same rule.
+    Reproduced when the whole interval lies in [low, high], not reproduced when it lies wholly
+    outside, undecided otherwise. A claim "slope > c" is ``slope_in(fit, low=c)``; the margin
+    is the distance of the bounds from the claim's prediction, stated by the caller in them.
+    A fit with no finite standard error (two points, no known errors) is unresolved.
     """
     lo, hi = fit.interval()
-    passed = low <= lo and hi <= high if significant else low <= fit.slope <= high
-    return Verdict(
-        passed=bool(passed),
-        measured=round(fit.slope, 4),
-        expected=f"{what} in [{low:g}, {high:g}]" + (" (whole 95% CI)" if significant else ""),
-        tolerance=f"95% CI [{lo:.4g}, {hi:.4g}] (se {fit.se:.2g})",
+    half = widening * (hi - lo) / 2 if math.isfinite(hi - lo) else math.inf
+    ok = math.isfinite(half)
+    comps = []
+    if math.isfinite(low):
+        comps.append(Component(f"{what} > {low:g}", fit.slope, half, low, "above", resolved=ok))
+    if math.isfinite(high):
+        comps.append(Component(f"{what} < {high:g}", fit.slope, half, high, "below", resolved=ok))
+    if not comps:
+        raise ValueError("slope_in: give a finite low or high")
+    return decide(
+        comps,
+        expected=f"{what} in [{low:g}, {high:g}] (whole 95% CI)",
+        tolerance=f"95% CI [{fit.slope - half:.4g}, {fit.slope + half:.4g}] (se {fit.se:.2g})",
         details=f"least squares: {what} {fit.slope:.4g} ± {fit.se:.2g}, "
         f"intercept {fit.intercept:.4g}",
     )
+
+
+def within(*args: Any, **kwargs: Any) -> Verdict:  # pragma: no cover - removed before release
+    """Retired: a reference inside an interval is not agreement. Use :func:`agrees`."""
+    raise NotImplementedError("within() is retired: judge agreement with agrees(margin=...)")

@@ -29,6 +29,20 @@ CHROME_ARGS = (
     "--disable-quic",
 )
 
+#: Scroll boxes whose content is wider than the box (a table cut off unless scrolled), and
+#: whether the page itself is wider than the window: (section id, box class, overflow px).
+_OVERFLOW_JS = """
+var boxes = Array.from(document.querySelectorAll('.scroll')).filter(function (el) {
+  return el.scrollWidth > el.clientWidth + 1;
+}).map(function (el) {
+  var section = el.closest('section');
+  return [section ? section.id : '', el.firstElementChild ? el.firstElementChild.className : '',
+          el.scrollWidth - el.clientWidth];
+});
+return {boxes: boxes,
+        page: document.documentElement.scrollWidth > document.documentElement.clientWidth + 1};
+"""
+
 WIDTH = 1400
 MAX_HEIGHT = 12000
 PAGE_TIMEOUT_S = 15
@@ -67,7 +81,9 @@ def check_page(
 
     Returns ``images_total``, ``images_loaded``, ``broken`` (src of every image not complete
     or of natural width 0), ``severe`` (console messages at level SEVERE), ``console`` (all
-    console entries), ``title`` and ``screenshot`` (the full-page PNG written, as a str).
+    console entries), ``title``, ``screenshot`` (the full-page PNG written, as a str),
+    ``overflow`` ((section id, table class, pixels hidden) of every scroll box whose content is
+    wider than the box) and ``page_overflows`` (the page is wider than the window).
     The browser profile goes to ``user_data_dir`` (a fresh temporary folder if None).
     """
     from selenium import webdriver
@@ -96,6 +112,7 @@ def check_page(
                 lambda d: d.execute_script("return document.readyState") == "complete"
             )
             images = driver.execute_script(_IMAGES_JS)
+            overflow = driver.execute_script(_OVERFLOW_JS)
             height = driver.execute_script(
                 "return Math.max(document.body.scrollHeight, document.documentElement.scrollHeight)"
             )
@@ -114,4 +131,6 @@ def check_page(
         "severe": [entry.get("message", "") for entry in console if entry.get("level") == "SEVERE"],
         "console": console,
         "screenshot": str(screenshot),
+        "overflow": [tuple(box) for box in overflow["boxes"]],
+        "page_overflows": bool(overflow["page"]),
     }

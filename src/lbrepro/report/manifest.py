@@ -13,7 +13,7 @@ without a record (an lbrepro older than its record, or a record deleted) is show
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,13 +46,14 @@ def verify_views(
     root: Path,
     *,
     missing: str = "missing",
+    recount: Callable[[list[Any]], Any] | None = None,
 ) -> dict[str, Any]:
     """Verify every file of every artifact the report shows; withhold changed checks files.
 
     ``views`` are the report's artifact views (lbrepro.report.render), changed in place: an
     artifact whose checks file differs from its record loses its claims and gets a note and
-    the status ``missing``. Returns the manifest: ``files`` (path, digest, status, why) and
-    ``counts`` per status.
+    the status ``missing`` (and ``recount([])`` as its counts, when given). Returns the
+    manifest: ``files`` (path, digest, status, why) and ``counts`` per status.
     """
     by_id: Mapping[str, dict[str, Any]] = {v["id"]: v for v in views}
     files = []
@@ -78,6 +79,8 @@ def verify_views(
                     "rerun the pipeline"
                 )
                 view["status"] = missing
+                if recount is not None and "counts" in view:
+                    view["counts"] = recount([])
             if kind == "table" and status == CHANGED and view is not None and view["summary"]:
                 view["summary"] = None
                 view["summary_note"] = f"summary not shown: {rel} {CHANGED} ({why})"

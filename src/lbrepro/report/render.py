@@ -1,11 +1,13 @@
 """Render ``report/index.html`` from the registry, the results tree and Jinja2 templates.
 
-The report is the pipeline's front page: every claim with its verdict and numbers, every
-artifact with its figure, parameters and [reconstruction] notes, then provenance and
-runtimes. It reads only files of the data contract, so it renders whatever exists: a figure,
-table or checks file that was not produced shows as a visible "missing" note. Links are
-relative to the report file, so the report folder plus ``figures/`` and ``results/`` open
-offline from disk.
+The report is the pipeline's front page: first, per paper, what holds of its claims
+(reproduced / not reproduced / undecided, failures counted once per finding, one generated
+sentence of conclusion), lbrepro's own checks counted apart; then every artifact with its
+figure, claims, parameters and [reconstruction] notes; then Methods (coverage, seed
+stability), provenance and runtimes. It reads only files of the data contract, so it renders
+whatever exists: a figure, table or checks file that was not produced shows as a visible
+"missing" note. Links are relative to the report file, so the report folder plus
+``figures/`` and ``results/`` open offline from disk.
 """
 
 from __future__ import annotations
@@ -21,8 +23,15 @@ import jinja2
 
 from lbrepro.artifacts import registry
 from lbrepro.artifacts.registry import Artifact, Paper
-from lbrepro.core.claims import CONSISTENCY, INCONCLUSIVE, claim_status
+from lbrepro.core.claims import (
+    CONSISTENCY,
+    DIAGNOSTIC,
+    NOT_REPRODUCED,
+    REPRODUCED,
+    UNDECIDED,
+)
 from lbrepro.core.io import atomic_write_text, read_json, read_table
+from lbrepro.report.diff import VERDICT_STATUSES, is_null, status_of
 from lbrepro.report.manifest import verify_views  # issue 21: digests verified at render
 from lbrepro.report.provenance import provenance
 from lbrepro.report.runtimes import aggregate, read_benchmarks
@@ -31,15 +40,49 @@ from lbrepro.report.sanitize import finalize, read_json_bounded  # issue 21: hos
 TEMPLATE = "index.html.j2"
 #: Rows of an artifact's summary table shown in the report (the CSV holds them all).
 MAX_SUMMARY_ROWS = 60
+#: Values of a list-valued cell shown before eliding the rest.
+MAX_LIST = 6
 
-REPRODUCED = "reproduced"
-NOT_REPRODUCED = "not reproduced"
 MISSING = "missing"
 NO_CLAIMS = "no claims"
+NO_PAPER_CLAIMS = "no paper claims"
+INVALID_RUN = "invalid run"
+DIAGNOSTIC_HELD = "diagnostic held"
+DIAGNOSTIC_FAILED = "diagnostic failed"
+#: Whose check a claim is when it is not the paper's.
+OURS = "lbrepro"
+#: Each decision's error probability: one-sided 2.5% per decision at family-wise 95%
+#: (lbrepro.core.verdicts), so at most ERROR_RATE × decided verdicts are expected wrong.
+ERROR_RATE = 0.025
 #: Order in which claims are listed: what a reader must see first comes first.
-STATUS_ORDER = {NOT_REPRODUCED: 0, INCONCLUSIVE: 1, REPRODUCED: 2, CONSISTENCY: 3}
+STATUS_ORDER = {
+    NOT_REPRODUCED: 0,
+    INVALID_RUN: 1,
+    DIAGNOSTIC_FAILED: 2,
+    UNDECIDED: 3,
+    REPRODUCED: 4,
+    CONSISTENCY: 5,
+    DIAGNOSTIC_HELD: 6,
+}
 #: The measured coverage of the batch-means intervals (bench/bench_coverage.py writes it).
 COVERAGE_FILE = Path(__file__).with_name("coverage.json")
+#: The seed-stability record (bench/bench_seeds.py writes it).
+SEEDS_FILE = Path(__file__).with_name("seed_stability.json")
+#: Rows of claims that moved across seeds shown in the report.
+MAX_SEED_ROWS = 40
+#: The mark class (colour) of each artifact status in the contents and on badges.
+MARKS = {
+    REPRODUCED: "pass",
+    NOT_REPRODUCED: "fail",
+    INVALID_RUN: "fail",
+    DIAGNOSTIC_FAILED: "fail",
+    UNDECIDED: "missing",
+    MISSING: "missing",
+    NO_CLAIMS: "none",
+    NO_PAPER_CLAIMS: "none",
+    CONSISTENCY: "none",
+    DIAGNOSTIC_HELD: "none",
+}
 #: The coverage record's columns shown in the report, with their headings.
 COVERAGE_COLUMNS = {
     "case": "case",
@@ -123,6 +166,92 @@ def _flatten(section: Any, prefix: str = "") -> list[tuple[str, str]]:
     return pairs
 
 
+def readable(value: Any) -> str:
+    """A measured cell as a reader wants it: numbers formatted, no brackets or braces.
+
+    A statistic is one number by the data contract; an older or hand-written entry may hold a
+    mapping or list, shown as ``key = value`` pairs or a comma-separated list.
+    """
+    if isinstance(value, Mapping):
+        return "; ".join(f"{k} = {readable(v)}" for k, v in value.items()) or "—"
+    if isinstance(value, (list, tuple)):
+        shown = [readable(v) for v in value[:MAX_LIST]]
+        more = f", … ({len(value)} values)" if len(value) > MAX_LIST else ""
+        return ", ".join(shown) + more if shown else "—"
+    return fmt(value)
+
+
+def interval_text(value: Any) -> str:
+    """An interval [lo, hi] with formatted bounds ("" if there is none)."""
+    if isinstance(value, (list, tuple)) and len(value) == 2:
+        return f"[{fmt(value[0])}, {fmt(value[1])}]"
+    return "" if value is None else readable(value)
+
+
+def _margin_text(value: Any) -> str:
+    """A margin as "± m" in the claim's units ("" if the test states none)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return ""
+    return f"± {fmt(value)}"
+
+
+def _test_view(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """The numbers of one test (a claim's or its control's), formatted for a table cell."""
+    return {
+        "outcome": str(entry.get("outcome") or ""),
+        "expected": readable(entry.get("expected")),
+        "measured": readable(entry.get("measured")),
+        "interval": interval_text(entry.get("interval")),
+        "margin": _margin_text(entry.get("margin")),
+        "tolerance": readable(entry.get("tolerance")) if entry.get("tolerance") else "",
+        "details": str(entry.get("details") or ""),
+        "needs": str(entry.get("needs") or ""),
+    }
+
+
+def _badge(status: str, entry: Mapping[str, Any]) -> str:
+    """The label a claim's badge shows: its status, refined for diagnostics and invalid runs."""
+    if status == DIAGNOSTIC:
+        return DIAGNOSTIC_HELD if entry.get("outcome") == REPRODUCED else DIAGNOSTIC_FAILED
+    if status == UNDECIDED and entry.get("invalid"):
+        return INVALID_RUN
+    return status
+
+
+def _claim_view(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """One checks.json entry as the template shows it."""
+    status = status_of(entry)
+    kind = str(entry.get("kind") or "verdict")
+    source = str(entry.get("source") or "paper")
+    control = entry.get("control")
+    if isinstance(control, Mapping):
+        control = {
+            "claim": str(control.get("claim", "")),
+            "distance": str(control.get("distance") or ""),
+            **_test_view(control),
+        }
+        # A reproduced claim whose near miss is reproduced too cannot tell them apart.
+        control["indistinct"] = control["outcome"] == REPRODUCED and status == UNDECIDED
+    else:
+        control = None
+    verdict = status in VERDICT_STATUSES and kind not in (CONSISTENCY, DIAGNOSTIC)
+    return {
+        "claim": str(entry.get("claim", "")),
+        **_test_view(entry),
+        "status": status,
+        "badge": _badge(status, entry),
+        "kind": kind,
+        "source": source,
+        "side": OURS if source == OURS else "paper",
+        "verdict": verdict,
+        "control": control,
+        "reason": str(entry.get("reason") or "") if status == UNDECIDED else "",
+        "invalid": str(entry.get("invalid") or ""),
+        "finding": str(entry.get("finding") or ""),
+        "null": verdict and is_null(entry.get("measured")),
+    }
+
+
 def _claims(path: Path, shown: str) -> tuple[list[dict[str, Any]] | None, str]:
     """The checks.json entries (None if absent or unreadable) and a note saying why.
 
@@ -136,61 +265,123 @@ def _claims(path: Path, shown: str) -> tuple[list[dict[str, Any]] | None, str]:
         return None, f"claim checks unreadable ({shown}): {err}"
     if not isinstance(data, list) or not all(isinstance(c, Mapping) for c in data):
         return None, f"claim checks malformed ({shown}): expected a list of objects"
-    claims = []
-    for entry in data:
-        passed = entry.get("passed") is True
-        status = claim_status({**entry, "passed": passed})
-        control = entry.get("control")
-        if isinstance(control, Mapping):
-            control = {
-                "claim": str(control.get("claim", "")),
-                "measured": fmt(control.get("measured")),
-                "expected": fmt(control.get("expected")),
-                "passed": control.get("passed") is True,
-                "details": str(control.get("details") or ""),
-            }
-        else:
-            control = None
-        claims.append(
-            {
-                "claim": str(entry.get("claim", "")),
-                "expected": fmt(entry.get("expected")),
-                "measured": fmt(entry.get("measured")),
-                "tolerance": fmt(entry.get("tolerance")),
-                "passed": passed,
-                "status": status,
-                "verdict": status,
-                "kind": str(entry.get("kind") or "verdict"),
-                "control": control,
-                "details": str(entry.get("details") or ""),
-                "source": str(entry.get("source") or ""),
-            }
-        )
-    return claims, ""
+    return [_claim_view(entry) for entry in data], ""
 
 
 def _artifact_status(claims: list[dict[str, Any]] | None) -> str:
-    """One word for an artifact: the worst of its claims' outcomes (consistency aside)."""
+    """One word for an artifact, from its paper claims only: the worst of their outcomes.
+
+    lbrepro's own checks never colour an artifact; they are counted apart (see
+    :func:`_count`). An invalid run is as bad as a failure: it decides nothing.
+    """
     if claims is None:
         return MISSING
-    verdicts = [c["status"] for c in claims if c["status"] != CONSISTENCY]
-    if not verdicts:
-        return CONSISTENCY if claims else NO_CLAIMS
-    return min(verdicts, key=STATUS_ORDER.__getitem__)
+    if not claims:
+        return NO_CLAIMS
+    badges = [c["badge"] for c in claims if c["verdict"] and c["side"] == "paper"]
+    if not badges:
+        return NO_PAPER_CLAIMS
+    return min(badges, key=STATUS_ORDER.__getitem__)
 
 
-def _count(claims: Sequence[Mapping[str, Any]]) -> dict[str, int]:
-    """Claims per outcome; consistency checks are counted apart from the verdicts."""
-    statuses = [c["status"] for c in claims]
+def _tally(claims: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """Verdicts per outcome, and how many root causes the failures come from."""
+    failed = [c for c in claims if c["status"] == NOT_REPRODUCED]
+    causes = {c["finding"] for c in failed if c["finding"]}
+    reproduced = sum(c["status"] == REPRODUCED for c in claims)
     return {
-        "reproduced": statuses.count(REPRODUCED),
-        "not_reproduced": statuses.count(NOT_REPRODUCED),
-        "inconclusive": statuses.count(INCONCLUSIVE),
-        "consistency": statuses.count(CONSISTENCY),
-        "without_control": sum(
-            1 for c in claims if c["status"] != CONSISTENCY and c["control"] is None
-        ),
+        "verdicts": len(claims),
+        "reproduced": reproduced,
+        "not_reproduced": len(failed),
+        "findings": len(causes) + sum(not c["finding"] for c in failed),
+        "undecided": sum(c["status"] == UNDECIDED for c in claims),
+        "invalid": sum(c["badge"] == INVALID_RUN for c in claims),
+        "decided": reproduced + len(failed),
+        "null": sum(c["null"] for c in claims),
     }
+
+
+def _count(claims: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Paper claims and lbrepro's own verdicts counted apart; checks of other kinds beside."""
+    verdicts = [c for c in claims if c["verdict"]]
+    paper = _tally([c for c in verdicts if c["side"] == "paper"])
+    ours = _tally([c for c in verdicts if c["side"] == OURS])
+    decided = paper["decided"] + ours["decided"]
+    return {
+        "paper": paper,
+        "lbrepro": ours,
+        "consistency": sum(c["status"] == CONSISTENCY for c in claims),
+        "diagnostics": sum(c["status"] == DIAGNOSTIC for c in claims),
+        "diagnostics_failed": sum(c["badge"] == DIAGNOSTIC_FAILED for c in claims),
+        "without_control": sum(1 for c in verdicts if c["control"] is None),
+        "null": paper["null"] + ours["null"],
+        "decided": decided,
+        # Each decision errs with probability at most ERROR_RATE, so this many are expected.
+        "expected_false": ERROR_RATE * decided,
+        "expected_false_paper": ERROR_RATE * paper["decided"],
+    }
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def conclusion(counts: Mapping[str, Any], findings: Sequence[Mapping[str, Any]]) -> str:
+    """One sentence on what holds of a paper, from its paper claims' counts and findings."""
+    t = counts["paper"]
+    if not t["verdicts"]:
+        extra = counts["lbrepro"]["verdicts"] + counts["consistency"]
+        return "No paper claim was decided in this run" + (
+            " (only lbrepro's own checks)." if extra else "."
+        )
+    if t["reproduced"] == t["verdicts"]:
+        return f"All {_plural(t['verdicts'], 'paper claim')} checked are reproduced."
+    verb = "is" if 1 in (t["reproduced"], t["verdicts"]) else "are"
+    parts = [f"{t['reproduced']} of {_plural(t['verdicts'], 'paper claim')} {verb} reproduced"]
+    if t["not_reproduced"]:
+        names = [f["id"] for f in findings if f["paper_failures"]]
+        named = f" ({', '.join(names)})" if names else ""
+        parts.append(
+            f"{t['not_reproduced']} not reproduced, from {_plural(t['findings'], 'finding')}{named}"
+        )
+    if t["undecided"]:
+        invalid = f", {t['invalid']} of them on an invalid run" if t["invalid"] else ""
+        parts.append(f"{t['undecided']} undecided (this run cannot tell{invalid})")
+    return "; ".join(parts) + "."
+
+
+def _findings(claims: Sequence[Mapping[str, Any]], paper: Paper) -> list[dict[str, Any]]:
+    """Claims grouped by root cause (``finding``), described by the paper's ``findings``."""
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    for c in claims:
+        if c["finding"]:
+            groups.setdefault(c["finding"], []).append(c)
+    known = list(paper.findings)
+    order = sorted(groups, key=lambda f: (known.index(f) if f in known else len(known), f))
+    return [
+        {
+            "id": f,
+            "text": paper.findings.get(f, ""),
+            "claims": groups[f],
+            "paper_failures": sum(
+                c["verdict"] and c["side"] == "paper" and c["status"] == NOT_REPRODUCED
+                for c in groups[f]
+            ),
+            "status": min((c["badge"] for c in groups[f]), key=STATUS_ORDER.get),
+        }
+        for f in order
+    ]
+
+
+def _read_record(path: Path) -> Mapping[str, Any] | None:
+    """A measured record (a JSON object) committed beside this module, or None."""
+    if not path.is_file():
+        return None
+    try:
+        data = read_json(path)
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, Mapping) else None
 
 
 def coverage_table(path: Path = COVERAGE_FILE) -> dict[str, Any] | None:
@@ -199,13 +390,8 @@ def coverage_table(path: Path = COVERAGE_FILE) -> dict[str, Any] | None:
     ``bench/bench_coverage.py`` writes the record (one entry per known-answer case); the report
     shows a fixed choice of its columns.
     """
-    if not path.is_file():
-        return None
-    try:
-        data = read_json(path)
-    except (OSError, ValueError):
-        return None
-    if not isinstance(data, Mapping):
+    data = _read_record(path)
+    if data is None:
         return None
     cases = [c for c in data.get("cases") or data.get("rows") or [] if isinstance(c, Mapping)]
     columns = [c for c in COVERAGE_COLUMNS if any(c in case for case in cases)]
@@ -217,6 +403,56 @@ def coverage_table(path: Path = COVERAGE_FILE) -> dict[str, Any] | None:
         "required": data.get("required"),
         "columns": [COVERAGE_COLUMNS[c] for c in columns],
         "rows": [[fmt(case.get(c)) for c in columns] for case in cases],
+    }
+
+
+def _percent(value: Any) -> str:
+    """A fraction as a percentage with one decimal ("—" if it is no number)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return fmt(value)
+    return f"{value:.1%}"
+
+
+def seed_stability(path: Path = SEEDS_FILE) -> dict[str, Any] | None:
+    """The quick profile's verdicts across seeds, if measured (``bench/bench_seeds.py``).
+
+    Shown: the stability counts, one row per seed, and the claims whose status moved.
+    """
+    data = _read_record(path)
+    if data is None:
+        return None
+    rows = [r for r in data.get("rows") or [] if isinstance(r, Mapping)]
+    moved = [r for r in rows if not r.get("stable", True)]
+    moved.sort(key=lambda r: (not r.get("flip"), str(r.get("artifact")), str(r.get("claim"))))
+    per_seed = [p for p in data.get("per_seed") or [] if isinstance(p, Mapping)]
+    return {
+        "date": str(data.get("date") or ""),
+        "commit": str(data.get("commit") or "")[:10],
+        "produced_by": str(data.get("produced_by") or ""),
+        "profile": str(data.get("profile") or ""),
+        "seeds": [fmt(s) for s in data.get("seeds") or []],
+        "claims": data.get("claims"),
+        "verdicts": data.get("verdicts"),
+        "flips": data.get("flips"),
+        "flips_paper": data.get("flips_paper"),
+        "undecided_fraction": _percent(data.get("undecided_fraction")),
+        "dirty": data.get("dirty") is True,
+        "null_statistics": data.get("null_statistics"),
+        "per_seed": [
+            [fmt(p.get(k)) for k in ("seed", "verdicts", "reproduced", "not_reproduced")]
+            + [fmt(p.get(k)) for k in ("undecided", "null_statistics")]
+            for p in per_seed
+        ],
+        "moved": [
+            {
+                "artifact": str(r.get("artifact", "")),
+                "claim": str(r.get("claim", "")),
+                "statuses": [fmt(x) for x in r.get("statuses") or []],
+                "flip": bool(r.get("flip")),
+            }
+            for r in moved[:MAX_SEED_ROWS]
+        ],
+        "omitted": max(0, len(moved) - MAX_SEED_ROWS),
     }
 
 
@@ -279,6 +515,7 @@ def _artifact_view(
         "summary": summary,
         "summary_note": summary_note,
         "status": status,
+        "counts": _count(claims or []),
     }
 
 
@@ -292,6 +529,7 @@ def build_context(
     papers: Mapping[str, Paper],
     source: Path | None = None,
     coverage_file: Path = COVERAGE_FILE,
+    seed_file: Path = SEEDS_FILE,
 ) -> dict[str, Any]:
     """The template's variables: pure data, so tests can inspect it without HTML.
 
@@ -300,7 +538,7 @@ def build_context(
     """
     out_dir = out.parent
     views = [_artifact_view(a, config, root, out_dir) for a in artifacts]
-    manifest = verify_views(views, artifacts, root, missing=MISSING)  # issue 21
+    manifest = verify_views(views, artifacts, root, missing=MISSING, recount=_count)  # issue 21
 
     known = dict(papers)
     for view in views:  # an artifact of an unlisted paper still gets a section
@@ -321,13 +559,23 @@ def build_context(
                     {**claim, "artifact": view["id"], "paper": section["paper"].slug}
                 )
         section["counts"] = _count(paper_claims)
+        section["findings"] = _findings(paper_claims, section["paper"])
+        section["conclusion"] = conclusion(section["counts"], section["findings"])
         all_claims.extend(paper_claims)
-    # Stable sort: not reproduced first, then inconclusive, reproduced, consistency.
-    all_claims.sort(key=lambda c: STATUS_ORDER[c["status"]])
+    # Stable sort: failures first, then invalid runs, undecided, reproduced, the rest.
+    all_claims.sort(key=lambda c: STATUS_ORDER[c["badge"]])
     counts = _count(all_claims) | {
         "missing": sum(v["status"] == MISSING for v in views),
         "artifacts": len(views),
         "papers": len(sections),
+        "error_rate": ERROR_RATE,
+    }
+    verdicts = [c for c in all_claims if c["verdict"]]
+    checks = {
+        "paper": [c for c in verdicts if c["side"] == "paper"],
+        # lbrepro's own verdicts, and the diagnostics that failed (each invalidates a run).
+        "lbrepro": [c for c in all_claims if c["side"] == OURS and c["verdict"]]
+        + [c for c in all_claims if c["badge"] == DIAGNOSTIC_FAILED],
     }
 
     ids = [a.id for a in artifacts]
@@ -351,6 +599,7 @@ def build_context(
         "title": "lbrepro — reproduction report",
         "counts": counts,
         "claims": all_claims,
+        "checks": checks,
         "sections": sections,
         "uncovered": uncovered,
         "provenance": provenance(config, source if source is not None else root),
@@ -358,7 +607,9 @@ def build_context(
         "shared_config": shared,
         "runtimes": runtimes,
         "coverage": coverage_table(coverage_file),
+        "seeds": seed_stability(seed_file),
         "labels": {"reproduced": REPRODUCED, "not_reproduced": NOT_REPRODUCED, "missing": MISSING},
+        "marks": MARKS,
     }
 
 
@@ -393,6 +644,7 @@ def render_report(
     papers: Mapping[str, Paper] | None = None,
     source: Path | None = None,
     coverage_file: Path = COVERAGE_FILE,
+    seed_file: Path = SEEDS_FILE,
 ) -> Path:
     """Render the HTML report and return its path.
 
@@ -417,6 +669,7 @@ def render_report(
         papers=papers,
         source=source,
         coverage_file=coverage_file,
+        seed_file=seed_file,
     )
     html = environment(templates).get_template(TEMPLATE).render(**context)
     atomic_write_text(out, html)  # issue 21: a random O_EXCL temporary, never a planted one

@@ -41,7 +41,6 @@ PAPER = Paper(
         "twice CM's; type-I waiting far below JSQ(d1)'s; and, at finite N, switching "
         "between the two quasi-stable states whose residence times grow with N."
     ),
-    "003_3c8c8e448fde314c.txt",
     artifacts=(
         table1.ARTIFACT,
         stepfunctions.ARTIFACT,

@@ -50,7 +50,6 @@ PAPER = Paper(
         "published and sets it beside the exact mean field for phase-type service and "
         "simulation, to measure by how much it is off."
     ),
-    "002_3a4bd09b05630962.txt",
     artifacts=(
         theta_table.ARTIFACT,
         theta_exp.ARTIFACT,

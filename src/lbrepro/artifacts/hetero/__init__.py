@@ -43,7 +43,6 @@ PAPER = Paper(
         "estimate of the arrival rate and can beat a type-based split tuned for the wrong "
         "load; the mean field becomes exact as N → ∞ (propagation of chaos)."
     ),
-    seed_file="000_f403dd77859fed04.txt",
     artifacts=(
         sojourn.ARTIFACT,
         stability.ARTIFACT,

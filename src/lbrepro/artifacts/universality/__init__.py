@@ -24,7 +24,6 @@ PAPER = Paper(
     "Schemes, 2016, doi:10.1145/3003977.3003990 (seed text 004).",
     "JSQ(d(N)) matches JSQ at fluid scale iff d(N) → ∞ and at diffusion scale if "
     "d(N)/(√N log N) → ∞.",
-    "004_6c04174d50f55b0a.txt",
     artifacts=(fluid.ARTIFACT, diffusion.ARTIFACT, overhead.ARTIFACT),
     order=60,
 )

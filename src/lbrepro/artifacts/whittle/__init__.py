@@ -39,7 +39,6 @@ PAPER = Paper(
         "problem is indexable; the Whittle policy is close to optimal and beats JSQ, JSEW "
         "and random routing (RSA)."
     ),
-    seed_file="001_3e39dc65d2748ae7.txt",
     artifacts=(
         index_linear.ARTIFACT,
         index_meanvar.ARTIFACT,
