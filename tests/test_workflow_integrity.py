@@ -15,8 +15,8 @@ from conftest import ROOT
 
 pytestmark = pytest.mark.slow
 
-TARGET = "results/whittle/whittle-index-linear.checks.json"  # closed forms: seconds
-JOB_TABLES = "results/whittle/whittle-index-linear/jobs"
+TARGET = "results/general/general-theta-examples.checks.json"  # closed forms: seconds
+JOB_TABLES = "results/general/general-theta-examples/jobs"
 
 
 def _args(tmp: Path, *extra: str) -> list[str]:
@@ -48,11 +48,11 @@ def test_changed_keys_rerun_their_jobs_and_damaged_tables_are_recomputed(
         run_snakemake("-n", TARGET, *_args(tmp_path, "--config", "simulation={extend: 0}"))
     )
     assert "compute_points" in extend and "Params have changed" in extend, extend[-2000:]
-    # a key only the claim check reads
-    nmax = _planned(
-        run_snakemake("-n", TARGET, *_args(tmp_path, "--config", "whittle-index-linear={nmax: 11}"))
+    # a key only the claim check reads (merged into the section; the points do not hold it)
+    batches = _planned(
+        run_snakemake("-n", TARGET, *_args(tmp_path, "--config", "simulation={batches: 7}"))
     )
-    assert "check_claims" in nmax, nmax[-2000:]
+    assert "check_claims" in batches and "compute_points" not in batches, batches[-2000:]
     # a scheduling key reruns nothing of this target (packing aside)
     mem = _planned(
         run_snakemake("-n", TARGET, *_args(tmp_path, "--config", "simulation={mem_mb: 2000}"))
