@@ -6,6 +6,15 @@ Tables: ``GENERATED`` (every numeric key of every artifact of config/config.yaml
 ±inf and a negative value, an unknown key and a missing required key per artifact),
 ``CONFIG_CASES`` (the issue's cases and relations between keys), ``FILE_CASES`` (broken
 files), ``CLI_CASES`` (bad arguments) and ``ACCEPTED`` (values that must keep working).
+
+Issue 21 added classes, not instances: ``FILE_CASES`` grew by duplicates, YAML 1.1 surprises,
+depth, alias bombs, giant integers, size (pipes), YTE templates; ``SHAPE_CASES`` (configs as
+Snakemake hands them over), ``ACCEPTED_FILES``, memory and event estimates at validation in
+``CONFIG_CASES``, laws outside the model's range in ``CLI_CASES``, ``SHORT_RUNS`` and
+``STREAM_CASES`` (streams and environment). The other classes of issue 21 have their own
+tables: tests/test_job_params.py (every key reaches its jobs), test_table_integrity.py (damaged
+job tables), test_report_integrity.py (the manifest, hostile text, the report's temporary
+file), test_runlock.py (locks across PID namespaces), test_workflow_integrity.py (end to end).
 """
 
 from __future__ import annotations
@@ -150,6 +159,25 @@ CONFIG_CASES = [
     ("universality-overhead", {"N": 1_000_000_000}, "universality-overhead.N"),
     ("whittle-index-linear", {"nmax": 100_000_000}, "whittle-index-linear.nmax"),
     ("whittle-fcfs", {"nmax": 100_000_000}, "whittle-fcfs.nmax"),
+    # issue 21 — memory and event estimates at validation, for every artifact: what the job
+    # would have refused (or run out of memory on) after planning and scheduling
+    ("supermarket-tail", {"rho": [0.99999999], "d": [1]}, "supermarket-tail.rho[0]"),
+    ("supermarket-accuracy", {"cases": [[0.99999999, 1]]}, "supermarket-accuracy.cases[0][0]"),
+    ("general-sojourn", {"dists": ["erlang:1000000"]}, "general-sojourn.dists[0]"),
+    ("general-sojourn", {"dists": ["erlang:3000"]}, "general-sojourn.dists[0]"),
+    (
+        "general-audit",
+        {"dists": ["coxian:" + ",".join(["1"] * 65 + ["0.5"] * 64)]},
+        "general-audit.dists[0]",
+    ),
+    ("general-tail", {"dists": ["lomax:1.0000001"]}, "general-tail.dists[0]"),
+    ("general-audit", {"dists": ["hyperexp:1e9"]}, "general-audit.dists[0]"),
+    ("supermarket-tail", {"N": 10_000_000, "horizon": 1.0e6}, "supermarket-tail.points"),
+    ("supermarket-accuracy", {"server_time": 1.0e15}, "supermarket-accuracy.points"),
+    ("general-sojourn", {"N": 10_000_000, "horizon": 1.0e7}, "general-sojourn.points"),
+    ("hetero-tail", {"horizon": 1.0e12}, "hetero-tail.points"),
+    ("affinity-queue-length", {"horizon": 1.0e12}, "affinity-queue-length.points"),
+    ("universality-overhead", {"horizon": 1.0e12}, "universality-overhead.points"),
     # Relations and types that already worked (keep them).
     ("supermarket-tail", {"rho": [0.9, 1.5]}, "supermarket-tail.rho[1]"),
     ("supermarket-tail", {"warmup": 1e9}, "supermarket-tail.warmup"),
@@ -189,12 +217,49 @@ def test_seed_must_be_finite_integer(refused: Callable[..., ConfigError]) -> Non
         assert refused(validate_config, COMMON | {"seed": bad}).key == key
 
 
+# A 400-byte "billion laughs": 9^10 values once the aliases are expanded.
+BOMB = 'a0: &a0 ["x","x","x","x","x","x","x","x","x"]\n' + "".join(
+    f"a{i}: &a{i} [{','.join([f'*a{i - 1}'] * 9)}]\n" for i in range(1, 10)
+)
+
 FILE_CASES = [
     ("tabs", b"seed: 1\nsimulation:\n\tbatches: 3\n", "tabs"),
     ("unclosed", b"seed: [1\n", "not valid YAML"),
     ("colon", b"seed: 1\n  simulation: : :\n", "not valid YAML"),
     ("binary", bytes(range(256)) * 4, "not a text file"),
     ("list", b"- 1\n- 2\n", "mapping"),
+    # issue 21 — duplicates: YAML keeps the last silently, at any level
+    ("duplicate-key", b"seed: 1\nseed: 2\n", "duplicate key 'seed'"),
+    ("duplicate-section", b"simulation: {batches: 5}\nsimulation: {extend: 1}\n", "duplicate"),
+    ("duplicate-nested", b"supermarket-tail:\n  N: 10\n  N: 20\n", "duplicate key 'N'"),
+    ("duplicate-flow", b"simulation: {batches: 5, batches: 6}\n", "duplicate key"),
+    # YAML 1.1 surprises: numbers and booleans read differently from how they look
+    ("octal", b"supermarket-tail:\n  N: 0100\n", "0100 is read by YAML 1.1 as 64"),
+    ("octal-in-list", b"supermarket-tail:\n  d: [2, 010]\n", "as 8"),
+    ("hexadecimal", b"seed: 0x10\n", "as 16"),
+    ("binary-int", b"seed: 0b11\n", "as 3"),
+    ("base-60", b"seed: 1:30\n", "as 90"),
+    ("underscore", b"seed: 1_000\n", "as 1000"),
+    ("yes-boolean", b"simulation:\n  replace: yes\n", "read by YAML 1.1 as a boolean"),
+    ("off-boolean", b"simulation:\n  replace: off\n", "as a boolean"),
+    # size, depth, aliases, giant numbers
+    ("deep-flow", b"seed: " + b"[" * 5000 + b"]" * 5000 + b"\n", "nested more than"),
+    (
+        "deep-block",
+        "".join(f"{' ' * i}k{i}:\n" for i in range(200)).encode() + b" " * 200 + b"v: 1\n",
+        "nested more than",
+    ),
+    ("alias-bomb", BOMB.encode(), "aliases are expanded"),
+    ("giant-int", b"seed: " + b"9" * 5000 + b"\n", "an integer of 5000 digits"),
+    ("giant-negative", b"seed: -" + b"9" * 30 + b"\n", "digits"),
+    ("too-large", b"a: 1\n" * (2 * 1024 * 1024), "larger than"),
+    ("nul-bytes", b"seed: 1\n\x00\n", "not a text file"),
+    # Snakemake evaluates YTE templates: a config file is code to it
+    ("yte", b"__use_yte__: true\nseed:\n  ?if True:\n    1\n  ?else:\n    2\n", "__use_yte__"),
+    ("yte-false", b"__use_yte__: false\nseed: 1\n", "YTE"),
+    ("yte-quoted", b"'__use_yte__': true\nseed: 1\n", "YTE"),
+    ("yte-in-flow", b"{__use_yte__: true, seed: 1}\n", "YTE"),
+    ("multi-document", b"seed: 1\n---\nseed: 2\n", "not valid YAML"),
 ]
 
 
@@ -316,6 +381,15 @@ CLI_CASES = [
     (["solve", "general", "--dist", "weibull:0.001", "--lam", "0.8", "--d", "2"], "--dist"),
     (["solve", "general", "--dist", "nosuch", "--lam", "0.8", "--d", "2"], "--dist"),
     (["solve", "general", "--dist", "erlang:2.5", "--lam", "0.8", "--d", "2"], "--dist"),
+    # issue 21: laws outside the model's numerical range (memory, run time, underflow)
+    (["solve", "general", "--dist", "erlang:1000000", "--lam", "0.8", "--d", "2"], "--dist"),
+    (["solve", "general", "--dist", "erlang:3000", "--lam", "0.8", "--d", "2"], "--dist"),
+    (["solve", "general", "--dist", "lomax:1.0000001", "--lam", "0.8", "--d", "2"], "--dist"),
+    (["solve", "general", "--dist", "hyperexp:1e9", "--lam", "0.8", "--d", "2"], "--dist"),
+    (
+        ["simulate", "general", "--dist", "erlang:100000", "--lam", "0.5", "--d", "2", *SIM],
+        "--dist",
+    ),
     (["solve", "general", "--dist", "exp", "--lam", "1.2", "--d", "2"], "--lam"),
     (["solve", "affinity", "--lam", "1.2", "--d1", "3"], "--lam"),
     (["solve", "affinity", "--lam", "0.5", "--d1", "3", "--mu2", "2"], "--mu2"),
@@ -393,7 +467,7 @@ def test_non_finite_results_are_json_null(capsys: pytest.CaptureFixture[str]) ->
 # ------------------------------------------------------------------ what must keep working
 ACCEPTED = [
     ("supermarket-tail", {"rho": [0.9, 0.9000001]}, {"rho0.9-d2", "rho0.9000001-d2"}),
-    ("supermarket-tail", {"rho": [0.99999999]}, {"rho0.99999999-d2"}),
+    ("supermarket-tail", {"rho": [0.99999999], "d": [2]}, {"rho0.99999999-d2"}),
     ("supermarket-tail", {"rho": [0.5, 0.9]}, {"rho0.5-d2", "rho0.9-d2"}),
     ("supermarket-tail", {"rho": [1e-05]}, {"rho1e-05-d2"}),
     ("general-sojourn", {"rho": [0.7, 0.7000001]}, {"exp-rho0.7", "exp-rho0.7000001"}),
@@ -432,4 +506,258 @@ def test_default_and_quick_configs_still_validate() -> None:
 
 def test_table_is_large_enough() -> None:
     total = len(GENERATED) + len(CONFIG_CASES) + len(FILE_CASES) + len(CLI_CASES) + len(ACCEPTED)
+    total += len(SHAPE_CASES) + len(ACCEPTED_FILES) + len(SHORT_RUNS) + len(STREAM_CASES)
     assert total >= 150, total
+
+
+# ------------------------------------------- issue 21: what Snakemake itself hands over
+def _nested(depth: int) -> Any:
+    value: Any = 1
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def _shared_bomb(levels: int = 10) -> dict[str, Any]:
+    """What a YAML alias bomb becomes once Snakemake has loaded it: shared lists."""
+    value: Any = ["x"] * 9
+    for _ in range(levels):
+        value = [value] * 9
+    return {"seed": 1, "bomb": value}
+
+
+SHAPE_CASES = [
+    ("deep", COMMON | {"seed": _nested(5000)}, "seed[0]"),
+    ("alias-bomb", COMMON | _shared_bomb(), "bomb"),
+    ("giant-int", COMMON | {"seed": 10**5000}, "seed"),
+    ("giant-int-nested", _one("supermarket-tail", {"N": -(10**40)}), "supermarket-tail.N"),
+]
+
+
+@pytest.mark.parametrize(("name", "config", "key"), SHAPE_CASES, ids=[c[0] for c in SHAPE_CASES])
+def test_hostile_shapes_are_refused_fast(
+    refused: Callable[..., ConfigError], name: str, config: dict[str, Any], key: str
+) -> None:
+    """A config as Snakemake loads it (deep, shared, huge): one line, never a hang or a
+    RecursionError; the key named."""
+    err = refused(validate_config, config)
+    assert err.key.startswith(key), (err.key, str(err))
+
+
+ACCEPTED_FILES = [
+    ("anchors", b"seed: 1\nx: &v [1, 2]\ny: *v\n", {"seed": 1, "x": [1, 2], "y": [1, 2]}),
+    ("quoted-octal", b"name: '0100'\n", {"name": "0100"}),
+    ("quoted-yes", b"name: 'yes'\n", {"name": "yes"}),
+    ("booleans", b"a: true\nb: False\n", {"a": True, "b": False}),
+    (
+        "zero-and-signs",
+        b"a: 0\nb: -7\nc: +3\nd: 0.5\ne: 1.0e+8\n",
+        {"a": 0, "b": -7, "c": 3, "d": 0.5, "e": 1e8},
+    ),
+    ("nineteen-digits", b"a: 1000000000000000000\n", {"a": 10**18}),
+    ("empty", b"", {}),
+    ("comment-only", b"# nothing\n", {}),
+    (
+        "yte-word-in-a-value",
+        b"note: __use_yte__ is not used here\n",
+        {"note": "__use_yte__ is not used here"},
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "want"), ACCEPTED_FILES, ids=[c[0] for c in ACCEPTED_FILES]
+)
+def test_plain_config_files_still_load(
+    tmp_path: Path, name: str, content: bytes, want: Any
+) -> None:
+    path = tmp_path / f"{name}.yaml"
+    path.write_bytes(content)
+    assert load_config(path) == want
+
+
+def test_validate_of_a_never_ending_pipe_stops(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`lbrepro validate <(yes 'a: 1')` reads a bounded prefix, then refuses."""
+    import os
+    import threading
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+
+    def write_forever() -> None:
+        try:
+            with open(fifo, "wb") as fh:
+                while True:
+                    fh.write(b"a: 1\n" * 4096)
+        except (BrokenPipeError, OSError):
+            pass
+
+    writer = threading.Thread(target=write_forever, daemon=True)
+    writer.start()
+    assert cli.main(["validate", str(fifo)]) == 2
+    err = capsys.readouterr().err
+    assert "larger than" in err and err.count("\n") == 1, err
+    writer.join(timeout=10)
+    assert not writer.is_alive()
+
+
+@pytest.mark.parametrize(
+    ("given", "want"),
+    [
+        ({"simulation": {"batches": "5"}}, {"simulation": {"batches": 5}}),
+        (
+            {"simulation": {"max_events": "1.0e+9", "replace": "false"}},
+            {"simulation": {"max_events": 1e9, "replace": False}},
+        ),
+        (
+            {"hetero-tail": {"systems": [{"name": "H2", "gamma": ["0.5", "0.5"]}]}},
+            {"hetero-tail": {"systems": [{"name": "H2", "gamma": [0.5, 0.5]}]}},
+        ),
+        ({"seed": 7}, {}),  # top-level scalars: typed by Snakemake already
+    ],
+)
+def test_nested_command_line_numbers_are_numbers(
+    given: dict[str, Any], want: dict[str, Any]
+) -> None:
+    """`--config "simulation={batches: 5}"`: Snakemake gives '5'; the workflow reads 5."""
+    from lbrepro.config import retype_command_line
+
+    assert retype_command_line(given) == want
+
+
+def test_nested_command_line_surprises_are_refused(refused: Callable[..., ConfigError]) -> None:
+    from lbrepro.config import retype_command_line
+
+    err = refused(retype_command_line, {"simulation": {"batches": "0100"}})
+    assert err.key == "simulation.batches", err.key
+
+
+def test_slowest_kernel_rate_bounds_every_kernel() -> None:
+    """The event lower bound of validation uses a rate no kernel is slower than."""
+    import importlib
+
+    from lbrepro.pipeline import SLOWEST_EVENTS_PER_SECOND
+
+    for name in ("occupancy", "general_service", "affinity", "slotted_lps"):
+        rate = importlib.import_module(f"lbrepro.sim.{name}").EVENTS_PER_SECOND
+        assert rate >= SLOWEST_EVENTS_PER_SECOND, name
+
+
+# ------------------------------------ issue 21: CLI answers that were wrong, or lost
+SHORT_RUNS = [
+    ["simulate", "supermarket", "--lam", "0.9", "--d", "2", "--N", "10", "--horizon", "1e-300"],
+    ["simulate", "supermarket", "--lam", "1e-300", "--d", "2", "--N", "10", "--horizon", "50"],
+    ["simulate", "supermarket", "--lam", "0.9", "--d", "2", "--N", "1", "--horizon", "1e-9"],
+]
+
+
+@pytest.mark.parametrize("argv", SHORT_RUNS, ids=[" ".join(a[2:]) for a in SHORT_RUNS])
+def test_run_too_short_to_measure_is_refused(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No events: the start state with a zero-width interval is not a measurement."""
+    assert cli.main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("lbrepro: error: --horizon: ") and captured.err.count("\n") == 1
+
+
+def test_check_measured_refuses_the_classes() -> None:
+    """The CLI-layer check, on any model's result: no events, fewer events than batch means,
+    no arrival (sojourn times unmeasured)."""
+    kwargs = {"horizon": 5.0, "lam": 0.5}
+    for result in (
+        {"events": 0},
+        {"events_total": 0, "events": 3},
+        {"events": 7, "batches": 20},
+        {"events": 100, "batches": 20, "arrivals": 0},
+    ):
+        with pytest.raises(ConfigError) as info:
+            cli._check_measured(result, kwargs, "lam")
+        assert info.value.key == "horizon"
+    cli._check_measured({"events": 100, "batches": 20, "arrivals": 40}, kwargs, "lam")
+
+
+def test_solver_warnings_go_into_the_result_not_the_terminal(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import dataclasses
+    import functools
+    import warnings
+
+    real = cli.models()["supermarket"]
+
+    @functools.wraps(real.solve)  # the same flags
+    def noisy(**kwargs: Any) -> dict[str, Any]:
+        warnings.warn("The integral is probably divergent", RuntimeWarning, stacklevel=1)
+        return {"u": [1.0]}
+
+    @functools.wraps(real.solve)
+    def failing(**kwargs: Any) -> dict[str, Any]:
+        warnings.warn("The integral is probably divergent", RuntimeWarning, stacklevel=1)
+        raise ConfigError("lam", "did not converge")
+
+    for fn, code in ((noisy, 0), (failing, 2)):
+        fake = dataclasses.replace(real, solve=fn)
+        monkeypatch.setattr(cli, "models", lambda fake=fake: {"supermarket": fake})
+        assert cli.main(["solve", "supermarket", "--lam", "0.9", "--d", "2"]) == code
+        out, err = capsys.readouterr()
+        assert "Warning" not in err and err.count("\n") == (code == 2), err
+        if code == 0:
+            assert yaml.safe_load(out)["warnings"] == [
+                "RuntimeWarning: The integral is probably divergent"
+            ]
+
+
+PROGRESS = ["simulate", "supermarket", "--lam", "0.9", "--d", "2", "--N", "50", "--horizon", "100"]
+# (shell redirection or environment, expected exit code, what stdout must hold, stderr needle)
+STREAM_CASES = [
+    ("2>&-", [*PROGRESS, "--progress", "on"], {}, 0, '"events"', ""),
+    ("2>/dev/full", [*PROGRESS, "--progress", "on"], {}, 0, '"events"', ""),
+    (">&-", ["list"], {}, 2, "", "stdout is closed"),
+    (">/dev/full", ["list"], {}, 2, "", "No space left"),
+    ("", ["list"], {"PYTHONIOENCODING": "ascii"}, 0, "supermarket-tail", ""),
+    ("", ["list", "--json"], {"PYTHONIOENCODING": "ascii"}, 0, "supermarket-tail", ""),
+    (
+        "",
+        ["solve", "supermarket", "--lam", "0.9", "--d", "2"],
+        {"NUMBA_NUM_THREADS": "0"},
+        2,
+        "",
+        "NUMBA_NUM_THREADS",
+    ),
+    ("", ["list"], {"NUMBA_NUM_THREADS": "-4"}, 2, "", "NUMBA_NUM_THREADS"),
+    ("", ["list"], {"NUMBA_NUM_THREADS": "two"}, 2, "", "NUMBA_NUM_THREADS"),
+    ("", ["list"], {"NUMBA_OPT": "max!"}, 2, "", "NUMBA_OPT"),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("redirect", "argv", "env", "code", "out", "needle"),
+    STREAM_CASES,
+    ids=[f"{c[0]}{next(iter(c[2].items()), '')}-{c[1][0]}" for c in STREAM_CASES],
+)
+def test_streams_and_environment(
+    redirect: str, argv: list[str], env: dict[str, str], code: int, out: str, needle: str
+) -> None:
+    """Progress is best effort (the result always reaches stdout); a closed or full stdout,
+    an ASCII terminal and a bad NUMBA_* variable are one line, never a traceback."""
+    import os
+    import shlex
+
+    cmd = f"{shlex.quote(sys.executable)} -m lbrepro {shlex.join(argv)} {redirect}"
+    proc = subprocess.run(
+        ["bash", "-c", cmd if ">&-" not in redirect else f"{cmd}; exit $?"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=os.environ | env,
+    )
+    assert proc.returncode == code, proc.stderr[-2000:]
+    assert out in proc.stdout and (not out or proc.stdout.strip())
+    assert "Traceback" not in proc.stderr and "Warning" not in proc.stderr, proc.stderr[-2000:]
+    if needle:
+        assert needle in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr

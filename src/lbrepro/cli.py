@@ -13,14 +13,18 @@ one line on stderr and exit code 2, never a traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import importlib
+import io
 import json
 import math
 import os
 import pkgutil
+import re
 import sys
-from collections.abc import Callable, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NoReturn
 
 from lbrepro import __version__
@@ -236,19 +240,154 @@ def _run_model(args: argparse.Namespace) -> dict[str, Any]:
     if model.check is not None:
         model.check(args.command, kwargs)
     echo = {k: v for k, v in kwargs.items() if k not in RUN_OPTIONS}
-    if args.command == "solve":
-        result = model.solve(**kwargs)
-    else:
-        if model.takes("simulate", "progress"):
-            # Events ≈ arrivals + departures (slots for a slotted model).
-            events = 2.0 * kwargs.get(model.load, 0.5) * kwargs.get("N", 1) * kwargs["horizon"]
-            progress = {"on": True, "off": False}.get(args.progress, events >= PROGRESS_EVENTS)
-            kwargs["progress"] = progress
-        from lbrepro.sim.runlength import event_budget
+    # A solver's warnings (an integral slowly convergent, …) never reach the terminal: with a
+    # result they are part of its JSON ("warnings"); with an error, the error line says it all.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if args.command == "solve":
+            result = _as_json(model.solve(**kwargs))
+        else:
+            if model.takes("simulate", "progress"):
+                # Events ≈ arrivals + departures (slots for a slotted model).
+                events = 2.0 * kwargs.get(model.load, 0.5) * kwargs.get("N", 1) * kwargs["horizon"]
+                progress = {"on": True, "off": False}.get(args.progress, events >= PROGRESS_EVENTS)
+                kwargs["progress"] = progress
+            from lbrepro.sim.runlength import event_budget
 
-        with event_budget(args.max_events):
-            result = model.simulate(**kwargs)
-    return {"model": model.name, "params": echo} | _as_json(result)
+            # Progress is best effort: a closed or full stderr never costs the result.
+            with event_budget(args.max_events), _best_effort_stderr():
+                result = _as_json(model.simulate(**kwargs))
+            _check_measured(result, kwargs, model.load)
+    out = {"model": model.name, "params": echo} | result
+    notes = sorted({f"{w.category.__name__}: {str(w.message).splitlines()[0]}" for w in caught})
+    if notes:
+        out["warnings"] = notes
+    return out
+
+
+#: A run with fewer events than this measured nothing worth an interval.
+MIN_EVENTS = 1
+
+
+def _check_measured(result: dict[str, Any], kwargs: dict[str, Any], load: str) -> None:
+    """Refuse a run too short to measure anything (issue 21): no event at all — the start
+    state reported as a measurement, with a zero-width interval — fewer events than batch
+    means, or, for sojourn times, no job arriving."""
+    events = result.get("events_total", result.get("events"))
+    horizon = kwargs.get("horizon")
+    batches = result.get("batches")
+    if isinstance(events, int | float) and events < MIN_EVENTS:
+        raise ConfigError(
+            "horizon",
+            f"the run took no events in horizon {horizon:g}: nothing was measured (the start "
+            "state is not a measurement); lengthen --horizon",
+        )
+    if isinstance(events, int | float) and isinstance(batches, int) and events < batches:
+        raise ConfigError(
+            "horizon",
+            f"the run took {events:g} events for {batches} batch means: too short to measure; "
+            "lengthen --horizon",
+        )
+    if result.get("arrivals") == 0:
+        raise ConfigError(
+            "horizon",
+            f"no job arrived in horizon {horizon:g} (--{load} {kwargs.get(load, 0):g}): no "
+            "sojourn time was measured; lengthen --horizon or raise --" + load,
+        )
+
+
+class _BestEffort(io.TextIOBase):
+    """A text stream whose write failures (closed, full disk) are dropped, not raised."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def write(self, text: str) -> int:
+        if self._inner is not None:
+            try:
+                self._inner.write(text)
+            except (OSError, ValueError, AttributeError):
+                self._inner = None
+        return len(text)
+
+    def flush(self) -> None:
+        if self._inner is not None:
+            try:
+                self._inner.flush()
+            except (OSError, ValueError, AttributeError):
+                self._inner = None
+
+    def isatty(self) -> bool:
+        try:
+            return bool(self._inner.isatty())
+        except (OSError, ValueError, AttributeError):
+            return False
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self._inner, "encoding", None) or "utf-8"
+
+
+@contextlib.contextmanager
+def _best_effort_stderr() -> Iterator[None]:
+    """Run the block with a stderr whose failures are dropped (progress bars)."""
+    old = sys.stderr
+    sys.stderr = _BestEffort(old)
+    try:
+        yield
+    finally:
+        sys.stderr = old
+
+
+def _say(text: str) -> None:
+    """One line on stderr, if stderr can take it (a closed stderr must not raise)."""
+    try:
+        if sys.stderr is not None:
+            print(text, file=sys.stderr)
+            sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def _check_environment() -> None:
+    """Environment variables that would crash a solver or a kernel deep inside numba, or that
+    numba ignores with a warning: one line naming the variable (``NUMBA_NUM_THREADS=0`` was a
+    42-line traceback). Runs before the models (and so numba) are imported."""
+    value = os.environ.get("NUMBA_NUM_THREADS")
+    if value is not None:
+        try:
+            ok = int(value) >= 1
+        except ValueError:
+            ok = False
+        if not ok:
+            raise ConfigError("NUMBA_NUM_THREADS", f"must be a whole number >= 1, got {value!r}")
+    if not any(name.startswith("NUMBA_") for name in os.environ):
+        return
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            import numba  # noqa: F401  (reads every NUMBA_* variable)
+        except Exception as err:  # numba's own configuration errors, whatever their type
+            first = str(err).splitlines()[0] if str(err) else type(err).__name__
+            raise ConfigError(
+                "environment", f"numba cannot start ({first}): check the NUMBA_* variables"
+            ) from None
+    for w in caught:
+        found = re.search(
+            r"variable '(\w+)' is defined but its associated value '(.*?)'", str(w.message)
+        )
+        if found:
+            raise ConfigError(found.group(1), f"numba cannot read the value {found.group(2)!r}")
+
+
+def _tolerant_streams() -> None:
+    """Characters the terminal's encoding lacks (``PYTHONIOENCODING=ascii``) are escaped,
+    not a UnicodeEncodeError: titles hold ρ, λ and dashes."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(OSError, ValueError):
+                reconfigure(errors="backslashreplace")
 
 
 def _as_json(result: Any) -> dict[str, Any]:
@@ -287,6 +426,15 @@ def _message(err: Exception, args: argparse.Namespace) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``lbrepro`` console script; returns the exit code."""
+    _tolerant_streams()
+    if sys.stdout is None:  # started with stdout closed (`lbrepro list >&-`)
+        _say("lbrepro: error: stdout is closed: nowhere to write the result")
+        return EXIT_USAGE
+    try:
+        _check_environment()
+    except ConfigError as err:
+        _say(f"lbrepro: error: {err}")
+        return EXIT_USAGE
     args = build_parser().parse_args(argv)
     try:
         if args.command == "list":
@@ -300,15 +448,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()
     except BrokenPipeError:
         # `lbrepro list | head -1`: the reader has all it wanted; say nothing more.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        _silence_stdout()
         return 0
     except (LbreproError, OSError) as err:
-        print(f"lbrepro: error: {_message(err, args)}", file=sys.stderr)
+        if isinstance(err, OSError):
+            _silence_stdout()  # stdout on a full disk: do not fail again at exit
+        _say(f"lbrepro: error: {_message(err, args)}")
         return EXIT_USAGE
     except KeyboardInterrupt:
         # The kernels return to Python after every micro-batch, so Ctrl-C lands here.
-        print("lbrepro: interrupted", file=sys.stderr)
+        _say("lbrepro: interrupted")
         return 130
     except SystemError as err:
         # Ctrl-C inside numba's boxing of a kernel's results surfaces as a SystemError chain.
@@ -317,6 +466,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             cause = cause.__cause__ or cause.__context__
         if cause is None:
             raise
-        print("lbrepro: interrupted", file=sys.stderr)
+        _say("lbrepro: interrupted")
         return 130
     return 0
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null: what is buffered is dropped, not flushed again at exit."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())

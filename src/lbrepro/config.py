@@ -47,21 +47,212 @@ def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str
     return merged
 
 
+#: Largest config file read (a 10⁵-point sweep written out as lists is ~1 MB). Read from a
+#: pipe or ``<(yes 'a: 1')`` too: never more than this.
+MAX_CONFIG_BYTES = 8 * 1024 * 1024
+#: Deepest nesting of a config (the pipeline's own configs nest 4 levels).
+MAX_DEPTH = 32
+#: Most values a config may hold once its aliases are expanded (a 400-byte alias bomb holds
+#: 10⁹; the full config ~3000).
+MAX_NODES = 2_000_000
+#: Longest integer literal (10¹⁸ is beyond every bound of the schema).
+MAX_INT_DIGITS = 19
+#: Snakemake evaluates a config file holding this key as a YTE template: Python code.
+YTE_KEY = "__use_yte__"
+
+# YAML 1.1 reads these plain scalars as numbers or booleans other YAML readers (and people)
+# read differently: 0100 is 64 (octal), 0x10 is 16, 1:30 is 90 (base 60), 1_000 is 1000,
+# yes/no/on/off are booleans.
+_SURPRISING_INT = re.compile(
+    r"[-+]?(0[0-7_]+|0b[01_]+|0x[0-9a-fA-F_]+|[0-9][0-9_]*(:[0-5]?\d)+|\d[\d_]*_[\d_]*)"
+)
+_SURPRISING_BOOL = re.compile(r"yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF|y|Y|n|N")
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, strict: bounded depth and alias expansion, no duplicate keys,
+    no YAML 1.1 surprises (octal, base 60, yes/no), no integer of more than 19 digits."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                mark = self.peek_event().start_mark
+                raise yaml.composer.ComposerError(
+                    None, None, f"nested more than {MAX_DEPTH} levels deep", mark
+                )
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[Any, Any] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    hash(key)
+                except TypeError:
+                    continue  # PyYAML refuses unhashable keys itself
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None,
+                        None,
+                        f"duplicate key {key!r} (first on line {seen[key].line + 1}): "
+                        "YAML keeps only the last one",
+                        key_node.start_mark,
+                    )
+                seen[key] = key_node.start_mark
+        return super().construct_mapping(node, deep=deep)
+
+    def construct_yaml_int(self, node: Any) -> Any:
+        text = str(node.value)
+        if _SURPRISING_INT.fullmatch(text):
+            value = super().construct_yaml_int(node)
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                f"{text} is read by YAML 1.1 as {value} (octal, hexadecimal, base 60 or with "
+                "'_'): write the number in plain decimal, or quote it if it is text",
+                node.start_mark,
+            )
+        if len(text.lstrip("+-")) > MAX_INT_DIGITS:
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                f"an integer of {len(text.lstrip('+-'))} digits (at most {MAX_INT_DIGITS})",
+                node.start_mark,
+            )
+        return super().construct_yaml_int(node)
+
+    def construct_yaml_bool(self, node: Any) -> Any:
+        text = str(node.value)
+        if _SURPRISING_BOOL.fullmatch(text):
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                f"{text} is read by YAML 1.1 as a boolean: write true or false, or quote it",
+                node.start_mark,
+            )
+        return super().construct_yaml_bool(node)
+
+
+_StrictLoader.add_constructor("tag:yaml.org,2002:int", _StrictLoader.construct_yaml_int)
+_StrictLoader.add_constructor("tag:yaml.org,2002:bool", _StrictLoader.construct_yaml_bool)
+_StrictLoader.add_constructor("tag:yaml.org,2002:map", _StrictLoader.construct_yaml_map)
+
+
+def _expanded_size(node: Any, memo: dict[int, int]) -> int:
+    """How many values ``node`` holds with every alias expanded (computed without expanding)."""
+    stack = [(node, False)]
+    while stack:
+        item, done = stack.pop()
+        if id(item) in memo:
+            continue
+        children = item.value if isinstance(item, yaml.SequenceNode) else []
+        if isinstance(item, yaml.MappingNode):
+            children = [n for pair in item.value for n in pair]
+        if done:
+            memo[id(item)] = min(1 + sum(memo[id(c)] for c in children), MAX_NODES + 1)
+        else:
+            stack.append((item, True))
+            stack.extend((c, False) for c in children if id(c) not in memo)
+    return memo[id(node)]
+
+
+def read_yaml_text(text: str, where: str) -> Any:
+    """Parse YAML strictly (see :class:`_StrictLoader`); ConfigError naming ``where``."""
+    loader = _StrictLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        if _expanded_size(node, {}) > MAX_NODES:
+            raise ConfigError(
+                where,
+                f"more than {MAX_NODES} values once its aliases are expanded (an alias bomb?)",
+            )
+        return loader.construct_document(node)
+    except yaml.YAMLError as err:
+        raise ConfigError(where, f"not valid YAML: {_yaml_problem(err)}") from None
+    except RecursionError:
+        raise ConfigError(
+            where, f"not valid YAML: nested more than {MAX_DEPTH} levels deep"
+        ) from None
+    finally:
+        loader.dispose()
+
+
+def read_config_file(path: str | Path) -> dict[str, Any]:
+    """One config file, read strictly and boundedly; ConfigError (one line) if it is not a
+    config: too large (a pipe that never ends), not text, not YAML, duplicate keys, YAML 1.1
+    surprises, too deep, an alias bomb, a YTE template, or not a mapping."""
+    where = str(path)
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_CONFIG_BYTES + 1)
+    except OSError as err:
+        raise ConfigError(where, f"cannot be read: {err.strerror or err}") from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(where, f"larger than {MAX_CONFIG_BYTES // 2**20} MiB: not a config file")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(where, "not a text file (expected a YAML config)") from None
+    if "\x00" in text:
+        raise ConfigError(where, "not a text file (expected a YAML config)")
+    # Before parsing: a YTE template need not be plain YAML, and it is refused for what it is.
+    yte = re.search(rf"^[\"']?{YTE_KEY}[\"']?\s*:", text, re.MULTILINE)
+    data = read_yaml_text(text, where) if yte is None else None
+    if yte is not None or (isinstance(data, Mapping) and YTE_KEY in data):
+        raise ConfigError(
+            f"{where}: {YTE_KEY}",
+            "a YTE template: Snakemake would run the Python code in it; lbrepro configs are "
+            "plain YAML (refused)",
+        )
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise ConfigError(where, "a config file must hold a mapping of keys to values")
+    return dict(data)
+
+
 def load_config(*paths: str | Path) -> dict[str, Any]:
     """Read YAML config files and merge them left to right (later files override)."""
     config: dict[str, Any] = {}
     for path in paths:
-        try:
-            with open(path, encoding="utf-8") as fh:
-                data = yaml.safe_load(fh) or {}
-        except UnicodeDecodeError:
-            raise ConfigError(str(path), "not a text file (expected a YAML config)") from None
-        except yaml.YAMLError as err:
-            raise ConfigError(str(path), f"not valid YAML: {_yaml_problem(err)}") from None
-        if not isinstance(data, Mapping):
-            raise ConfigError(str(path), "a config file must hold a mapping of keys to values")
-        config = deep_merge(config, data)
+        config = deep_merge(config, read_config_file(path))
     return config
+
+
+def retype_command_line(overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """``--config`` values as YAML reads them in a file: Snakemake parses a nested value
+    (``simulation={batches: 5}``) with YAML's BaseLoader, where every scalar is text, so
+    ``5`` arrived as ``'5'``. The nested values of ``overrides`` with each text scalar read
+    again strictly (``5`` → 5, ``0.9`` → 0.9, ``H2`` stays text); top-level scalars, which
+    Snakemake types itself, are left out."""
+
+    def retype(value: Any, key: str) -> Any:
+        if isinstance(value, Mapping):
+            return {k: retype(v, f"{key}.{k}") for k, v in value.items()}
+        if isinstance(value, list):
+            return [retype(v, f"{key}[{i}]") for i, v in enumerate(value)]
+        if isinstance(value, str):
+            parsed = read_yaml_text(value, key)
+            return parsed if isinstance(parsed, int | float | bool) or parsed is None else value
+        return value
+
+    return {
+        key: retype(value, key)
+        for key, value in overrides.items()
+        if isinstance(value, Mapping | list)
+    }
 
 
 def _yaml_problem(err: yaml.YAMLError) -> str:
@@ -74,15 +265,62 @@ def _yaml_problem(err: yaml.YAMLError) -> str:
 
 
 def check_finite(value: Any, path: tuple[Any, ...] = ()) -> None:
-    """Refuse NaN and ±inf anywhere in the config, naming the key (YAML ``.nan``, ``.inf``)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ConfigError(_dotted(path), f"must be a finite number, got {value}")
-    if isinstance(value, Mapping):
-        for k, v in value.items():
-            check_finite(v, (*path, k))
-    elif isinstance(value, list | tuple):
-        for i, v in enumerate(value):
-            check_finite(v, (*path, i))
+    """Refuse NaN and ±inf anywhere in the config, naming the key (YAML ``.nan``, ``.inf``);
+    and a config too deep, too large once shared values are counted (an alias bomb loaded by
+    Snakemake itself), or holding an integer of more than :data:`MAX_INT_DIGITS` digits.
+
+    Iterative: a config nested 5000 deep gives one line, not a RecursionError.
+    """
+    if isinstance(value, Mapping):  # shared values first: counted without expanding them
+        memo: dict[int, int] = {}
+        for key, item in value.items():
+            if _value_count(item, memo) > MAX_NODES:
+                raise ConfigError(
+                    _dotted((*path, key)),
+                    f"holds more than {MAX_NODES} values once shared ones are expanded "
+                    "(an alias bomb?)",
+                )
+    stack: list[tuple[Any, tuple[Any, ...]]] = [(value, path)]
+    count = 0
+    while stack:
+        item, where = stack.pop()
+        count += 1
+        if count > MAX_NODES:
+            raise ConfigError(
+                _dotted(where), f"the config holds more than {MAX_NODES} values (an alias bomb?)"
+            )
+        if len(where) > MAX_DEPTH:
+            raise ConfigError(_dotted(where[:MAX_DEPTH]), f"nested more than {MAX_DEPTH} levels")
+        if isinstance(item, float) and not math.isfinite(item):
+            raise ConfigError(_dotted(where), f"must be a finite number, got {item}")
+        if isinstance(item, int) and not isinstance(item, bool) and abs(item) >= 10**MAX_INT_DIGITS:
+            raise ConfigError(
+                _dotted(where), f"an integer of more than {MAX_INT_DIGITS} digits is out of range"
+            )
+        if isinstance(item, Mapping):
+            stack.extend((v, (*where, k)) for k, v in reversed(list(item.items())))
+        elif isinstance(item, list | tuple):
+            stack.extend((v, (*where, i)) for i, v in reversed(list(enumerate(item))))
+
+
+def _value_count(value: Any, memo: dict[int, int]) -> int:
+    """How many values ``value`` holds, shared lists and mappings counted each time they
+    occur, computed once per distinct object (iteratively)."""
+    stack = [(value, False)]
+    while stack:
+        item, done = stack.pop()
+        if id(item) in memo or not isinstance(item, Mapping | list | tuple):
+            continue
+        children = list(item.values()) if isinstance(item, Mapping) else list(item)
+        if done:
+            total = 1 + sum(
+                memo.get(id(c), 1) if isinstance(c, Mapping | list | tuple) else 1 for c in children
+            )
+            memo[id(item)] = min(total, MAX_NODES + 1)
+        else:
+            stack.append((item, True))
+            stack.extend((c, False) for c in children)
+    return memo.get(id(value), 1)
 
 
 def _dotted(path: Any) -> str:

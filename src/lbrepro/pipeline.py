@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
+import os
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -19,7 +21,8 @@ from lbrepro.config import assemble_schema, validate_schema
 from lbrepro.core.claims import write_checks
 from lbrepro.core.errors import ConfigError
 from lbrepro.core.ids import check_point_ids
-from lbrepro.core.io import concat_tables, read_table, write_table
+from lbrepro.core.io import read_table, write_table
+from lbrepro.core.manifest import verify, write_digest
 from lbrepro.core.packing import pack_points
 from lbrepro.core.rng import stream
 from lbrepro.sim.runlength import event_budget
@@ -45,8 +48,86 @@ def validate_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
     for artifact in registry.all_artifacts():
         if artifact.id in config:
             artifact.validate(config[artifact.id])
-            jobs(config, artifact.id)  # unique, file-name-safe point ids, packed into jobs
+            _packed(config, artifact.id)  # unique, file-name-safe point ids, packed into jobs
     return config
+
+
+#: The ``simulation`` keys a compute job reads besides its points (the event budget and the
+#: doublings of a run: both can change its numbers). They are part of every compute job's
+#: params (:func:`compute_params`), so a change reruns the jobs; ``compute_points`` reads
+#: exactly these, from here.
+COMPUTE_SIMULATION_KEYS = ("max_events", "extend")
+#: ``simulation`` keys that change how the work is scheduled, never a number or a verdict:
+#: the packing budget (it changes the job ids, not what a point computes) and the resources
+#: a job asks for. Every other key of the config reaches the params of the jobs it affects.
+SCHEDULING_KEYS = frozenset({"job_seconds", "runtime_min", "mem_mb"})
+
+
+class Plan:
+    """The jobs of a whole config, computed once: points and packing of every artifact.
+
+    Snakemake asks for a job's inputs and params once per job; computing the artifact's points
+    again for each of them made planning quadratic in the number of points. A plan computes
+    them once per artifact (on first use), so planning is linear.
+    """
+
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        self.config = config
+        self._packed: dict[str, tuple[dict[str, dict[str, Any]], dict[str, list[str]]]] = {}
+
+    def packed(self, artifact_id: str) -> tuple[dict[str, dict[str, Any]], dict[str, list[str]]]:
+        """The artifact's points and jobs (cached)."""
+        if artifact_id not in self._packed:
+            self._packed[artifact_id] = _packed(self.config, artifact_id)
+        return self._packed[artifact_id]
+
+    def jobs(self, artifact_id: str) -> dict[str, list[str]]:
+        """Job id → point ids, as :func:`jobs`."""
+        return self.packed(artifact_id)[1]
+
+    def job_params(self, artifact_id: str, job_id: str) -> dict[str, Any]:
+        """A job's points (point id → parameters), as :func:`job_params`."""
+        table, packed = self.packed(artifact_id)
+        if job_id not in packed:
+            raise KeyError(f"{artifact_id}: unknown job {job_id!r}")
+        return {p: table[p] for p in packed[job_id]}
+
+    def compute_params(self, artifact_id: str, job_id: str) -> dict[str, Any]:
+        """The params of rule compute_points for one job, as :func:`compute_params`."""
+        return {
+            "seed": self.config["seed"],
+            "simulation": compute_simulation(self.config),
+            "points": self.job_params(artifact_id, job_id),
+        }
+
+
+def plan(config: Mapping[str, Any]) -> Plan:
+    """A :class:`Plan` of ``config`` (the workflow makes one, after validating the config)."""
+    return Plan(config)
+
+
+def compute_simulation(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``simulation`` keys a compute job reads besides its points (None: the default)."""
+    sim = config.get("simulation", {})
+    return {key: sim.get(key) for key in COMPUTE_SIMULATION_KEYS}
+
+
+def compute_params(config: Mapping[str, Any], artifact_id: str, job_id: str) -> dict[str, Any]:
+    """Everything a compute job's numbers depend on: the seed, the ``simulation`` keys it
+    reads (:data:`COMPUTE_SIMULATION_KEYS`) and its points' parameters. The params of rule
+    compute_points: a change of any of them reruns exactly that job."""
+    return Plan(config).compute_params(artifact_id, job_id)
+
+
+def artifact_params(config: Mapping[str, Any], artifact_id: str) -> dict[str, Any]:
+    """Everything a figure or a claim check of the artifact reads from the config: its merged
+    config section (:func:`artifact_config`) without the scheduling keys. The params of rules
+    plot_figure and check_claims: a change reruns them (a tolerance changes a verdict)."""
+    return {
+        key: value
+        for key, value in artifact_config(config, artifact_id).items()
+        if key not in SCHEDULING_KEYS or key in config[artifact_id]
+    }
 
 
 def artifact_config(config: Mapping[str, Any], artifact_id: str) -> dict[str, Any]:
@@ -95,14 +176,54 @@ def _packed(
     """The artifact's points and the jobs they are packed into, from one call of ``points``."""
     table = points(config, artifact_id)
     cost = registry.get(artifact_id).cost
-    budget = float(config.get("simulation", {}).get("job_seconds", 0))
+    sim = config.get("simulation", {})
+    budget = float(sim.get("job_seconds", 0))
+    costs = {p: (None if cost is None else cost(params)) for p, params in table.items()}
+    check_event_estimates(artifact_id, costs, sim.get("max_events"))
     try:
-        packed = pack_points(
-            {p: (None if cost is None else cost(params)) for p, params in table.items()}, budget
-        )
+        packed = pack_points(costs, budget)
     except ValueError as err:
         raise ConfigError(f"{artifact_id}.points", str(err)) from None
     return table, packed
+
+
+#: The slowest kernel's typical rate (sim.slotted_lps, sim.affinity: 4·10⁶ events/s; the
+#: others are faster — tests/test_hostile_inputs.py checks): a point estimated at ``cost``
+#: seconds takes at least (cost − start-up) × this many events.
+SLOWEST_EVENTS_PER_SECOND = 4.0e6
+
+
+def check_event_estimates(
+    artifact_id: str, costs: Mapping[str, float | None], max_events: float | None
+) -> None:
+    """Refuse, at validation, a point that will certainly exceed the event budget.
+
+    Every artifact's ``cost`` estimates a point's seconds from its events at its kernel's
+    rate; at the slowest kernel's rate those seconds are a lower bound of its events. A point
+    whose lower bound exceeds ``simulation.max_events`` would be refused by its job anyway,
+    after planning and scheduling: it is refused here, with the config key and the point.
+    """
+    from lbrepro.core.packing import POINT_START_SECONDS
+    from lbrepro.sim.runlength import DEFAULT_MAX_EVENTS
+
+    limit = DEFAULT_MAX_EVENTS if max_events is None else float(max_events)
+    for point, seconds in costs.items():
+        if seconds is None or seconds == math.inf:
+            continue  # the artifact cannot say: a job of its own (lbrepro.core.packing)
+        if not seconds >= 0:
+            raise ConfigError(
+                f"{artifact_id}.points",
+                f"point {point}: its cost estimate is {seconds!r} seconds (parameters out of "
+                "range)",
+            )
+        events = (seconds - POINT_START_SECONDS) * SLOWEST_EVENTS_PER_SECOND
+        if events > limit:
+            raise ConfigError(
+                f"{artifact_id}.points",
+                f"point {point} is estimated at {seconds:.3g} s, at least {events:.3g} events, "
+                f"more than simulation.max_events = {limit:.3g}: shorten its horizon (or N), or "
+                "raise simulation.max_events",
+            )
 
 
 def compute_points(
@@ -116,7 +237,7 @@ def compute_points(
     """
     artifact = registry.get(artifact_id)
     table = points(config, artifact_id)
-    sim = config.get("simulation", {})
+    sim = compute_simulation(config)
     rows: list[dict[str, Any]] = []
     for point_id in point_ids:
         if point_id not in table:
@@ -127,12 +248,60 @@ def compute_points(
             computed = artifact.compute(params, stream(int(config["seed"]), artifact_id, point_id))
         rows.extend({"artifact": artifact_id, "point": point_id} | r for r in computed)
     write_table(rows, out)
+    write_digest(out, rows=len(rows), points=list(point_ids))
     log.info("%s: %d points, %d rows written to %s", artifact_id, len(point_ids), len(rows), out)
 
 
-def collect_table(inputs: Sequence[str | Path], out: str | Path) -> None:
-    """Concatenate the job tables of one artifact into its tidy table."""
-    write_table(concat_tables(inputs), out)
+def job_table_problem(plan: Plan, artifact_id: str, path: str | Path) -> str | None:
+    """Why the job table at ``path`` is not the complete table of its planned points (None:
+    it is): no digest record, other points than the plan, truncated, empty or edited."""
+    job = Path(path).name.removesuffix(".csv")
+    planned = plan.jobs(artifact_id).get(job)
+    if planned is None:
+        return f"no job {job!r} in the plan"
+    return verify(path, points=planned)
+
+
+def damaged_job_tables(the_plan: Plan) -> Iterator[tuple[str, str]]:
+    """Existing job tables of the plan that do not match their record's size, or have none:
+    (path, why). A stat per table (planning stays fast); collection checks the digests and
+    recomputes them."""
+    from lbrepro.artifacts.registry import JOB
+
+    for artifact in registry.enabled(the_plan.config):
+        for job, planned in the_plan.jobs(artifact.id).items():
+            path = JOB.format(slug=artifact.slug, artifact=artifact.id, job=job)
+            if os.path.exists(path):
+                problem = verify(path, points=planned, full=False)
+                if problem is not None:
+                    yield path, problem
+
+
+def collect_table(
+    inputs: Sequence[str | Path],
+    out: str | Path,
+    config: Mapping[str, Any] | None = None,
+    artifact_id: str | None = None,
+) -> None:
+    """Concatenate the job tables of one artifact into its tidy table.
+
+    With ``config`` and ``artifact_id``, every job table is first verified against the record
+    its job wrote (lbrepro.core.manifest): a table that is not complete — a point missing,
+    truncated at or inside a row, empty, edited, or from a job that wrote no record — is
+    recomputed here, from its planned points, rather than collected as it is.
+    """
+    rows: list[dict[str, Any]] = []
+    the_plan = plan(config) if config is not None and artifact_id is not None else None
+    for path in inputs:
+        if the_plan is not None and artifact_id is not None:
+            problem = job_table_problem(the_plan, artifact_id, path)
+            if problem is not None:
+                job = Path(path).name.removesuffix(".csv")
+                log.warning("%s: %s; recomputing job %s", path, problem, job)
+                compute_points(config, artifact_id, the_plan.jobs(artifact_id)[job], path)
+        rows.extend(read_table(path))
+    write_table(rows, out)
+    write_digest(out, rows=len(rows))
 
 
 def plot_artifact(
@@ -144,6 +313,8 @@ def plot_artifact(
     artifact = registry.get(artifact_id)
     fig = artifact.plot(read_table(table), artifact_config(config, artifact_id))
     save_figure(fig, png, svg)
+    write_digest(png)
+    write_digest(svg)
 
 
 def check_artifact(
@@ -155,6 +326,7 @@ def check_artifact(
     for c in claims:
         log.info("%s: %s — %s", c.status, c.claim, c.measured)
     write_checks(claims, out)
+    write_digest(out)
 
 
 @contextlib.contextmanager

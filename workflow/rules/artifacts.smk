@@ -44,6 +44,8 @@ rule plot_figure:
     localrule: True
     conda:
         "../../environment.yml"
+    params:
+        config=params_of_artifact,
     script:
         "../scripts/plot_figure.py"
 
@@ -66,5 +68,7 @@ rule check_claims:
     localrule: True
     conda:
         "../../environment.yml"
+    params:
+        config=params_of_artifact,
     script:
         "../scripts/check_claims.py"

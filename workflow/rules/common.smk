@@ -17,14 +17,25 @@ from lbrepro.artifacts.registry import (
 )
 from lbrepro.core.runlock import clear_stale_locks, forget_run, record_run
 from snakemake_interface_executor_plugins.settings import ExecMode
+from lbrepro.config import deep_merge, read_config_file, retype_command_line
 from lbrepro.core.errors import ConfigError
-from lbrepro.pipeline import job_params, jobs, validate_config
+from lbrepro.pipeline import artifact_params, damaged_job_tables, plan, validate_config
 
 try:
+    # Every config file read again, strictly: Snakemake's reader keeps the last of duplicate
+    # keys and reads `N: 0100` as 64 (lbrepro.config.read_config_file; `lbrepro validate`).
+    for _file in workflow.configfiles:
+        read_config_file(_file)
+    # `--config "simulation={batches: 5}"`: Snakemake reads a nested value's scalars as text
+    # ('5'); read them as a config file would (lbrepro.config.retype_command_line).
+    config.update(deep_merge(config, retype_command_line(workflow.config_settings.config)))
     validate_config(config)  # base schema (lbrepro/schemas) + each paper's schema.yaml
 except ConfigError as err:
-    # One clear line naming the key, before any job runs (no traceback).
-    sys.exit(f"invalid configuration: {err}")
+    # One clear line naming the key, before any job runs (no traceback); exit code 2.
+    print(f"invalid configuration: {err}", file=sys.stderr)
+    sys.exit(2)
+# Every artifact's points and jobs, computed once (planning stays linear in the points).
+PLAN = plan(config)
 
 # Resume after any interruption: locks left by a killed run (SIGKILL) are removed when the
 # process that held them is gone; incomplete outputs rerun (profiles/default).
@@ -32,6 +43,14 @@ if workflow.exec_mode == ExecMode.DEFAULT and not workflow.dryrun:
     _stale = clear_stale_locks()
     if _stale is not None:
         print(f"lbrepro: removed the locks of an interrupted run (pid {_stale})", file=sys.stderr)
+
+
+# A job table that is not what its job wrote (truncated, empty, edited, no digest record) is
+# never collected: collect_table verifies every job table and recomputes such a job (a table
+# changed by hand is newer than the collected table, so collect_table reruns). Said here too.
+if workflow.exec_mode == ExecMode.DEFAULT:
+    for _path, _why in damaged_job_tables(PLAN):
+        print(f"lbrepro: {_path}: {_why}; collect_table recomputes it", file=sys.stderr)
 
 
 onstart:
@@ -64,16 +83,24 @@ def job_files(wildcards):
     """The job tables an artifact's table is collected from."""
     return [
         JOB.format(slug=wildcards.slug, artifact=wildcards.artifact, job=j)
-        for j in jobs(config, wildcards.artifact)
+        for j in PLAN.jobs(wildcards.artifact)
     ]
 
 
 def params_of_job(wildcards):
-    """The parameters of a job's points and the seed: a change reruns exactly that job."""
-    return {
-        "seed": config["seed"],
-        "points": job_params(config, wildcards.artifact, wildcards.job),
-    }
+    """What a job's numbers depend on (seed, simulation keys, its points): a change reruns
+    exactly that job (lbrepro.pipeline.compute_params)."""
+    return PLAN.compute_params(wildcards.artifact, wildcards.job)
+
+
+def params_of_artifact(wildcards):
+    """The artifact's merged config section: a change reruns its figure and claim checks."""
+    return artifact_params(config, wildcards.artifact)
+
+
+def params_of_report(wildcards):
+    """The whole config: the report shows it (parameters, provenance), so a change rerenders."""
+    return dict(config)
 
 
 def paper_title(wildcards):

@@ -14,5 +14,7 @@ rule report:
     localrule: True
     conda:
         "../../environment.yml"
+    params:
+        config=params_of_report,
     script:
         "../scripts/render_report.py"

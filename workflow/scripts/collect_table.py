@@ -3,4 +3,10 @@
 from lbrepro.pipeline import collect_table, logging_to
 
 with logging_to(snakemake.log[0]):
-    collect_table(list(snakemake.input), snakemake.output[0])
+    # config and artifact: every job table is verified against its plan and digest record
+    collect_table(
+        list(snakemake.input),
+        snakemake.output[0],
+        snakemake.config,
+        snakemake.wildcards.artifact,
+    )

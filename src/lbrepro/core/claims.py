@@ -217,9 +217,7 @@ def consistency(
     )
 
 
-def diagnostic(
-    claim: str, verdict: Verdict, *, runs: Iterable[str], details: str = ""
-) -> Claim:
+def diagnostic(claim: str, verdict: Verdict, *, runs: Iterable[str], details: str = "") -> Claim:
     """A simulator's self-check on the named runs; if it fails, :func:`gate` invalidates the
     verdicts built on those runs."""
     return make_claim(

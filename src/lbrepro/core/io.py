@@ -6,10 +6,13 @@ every CSV of the project reads the same way; parameter columns follow in first-s
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+import os
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,11 +46,44 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def write_json(obj: Any, path: str | Path) -> None:
-    """Write ``obj`` as indented JSON, creating parent folders."""
+@contextlib.contextmanager
+def atomic_open(path: str | Path, newline: str | None = None) -> Iterator[Any]:
+    """Open a fresh temporary file beside ``path`` for writing text; on success it replaces
+    ``path`` in one rename, so a reader (or a killed run) never sees half a file.
+
+    The temporary file is created with a random name and ``O_EXCL`` (``tempfile.mkstemp``):
+    a file or symlink planted where a fixed temporary name would be is never followed, so
+    nothing is ever written outside ``path``'s folder. Parent folders are created.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(_plain(obj), indent=2) + "\n", encoding="utf-8")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline=newline) as fh:
+            yield fh
+        os.chmod(tmp, 0o644 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically (see :func:`atomic_open`)."""
+    with atomic_open(path) as fh:
+        fh.write(text)
+
+
+def write_json(obj: Any, path: str | Path) -> None:
+    """Write ``obj`` as indented JSON (atomically), creating parent folders."""
+    atomic_write_text(path, json.dumps(_plain(obj), indent=2) + "\n")
 
 
 def read_json(path: str | Path) -> Any:
@@ -65,11 +101,9 @@ def table_columns(rows: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def write_table(rows: Sequence[Mapping[str, Any]], path: str | Path) -> None:
-    """Write tidy rows as CSV (missing cells empty), creating parent folders."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write tidy rows as CSV (missing cells empty; atomically), creating parent folders."""
     columns = table_columns(rows)
-    with open(path, "w", newline="", encoding="utf-8") as fh:
+    with atomic_open(path, newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=columns, lineterminator="\n")
         writer.writeheader()
         for row in rows:

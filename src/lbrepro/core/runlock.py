@@ -3,24 +3,79 @@
 Snakemake locks the working directory while it runs and unlocks it when it exits, also on
 SIGINT and SIGTERM; after SIGKILL (or a power cut) the locks stay and the next run fails with
 ``LockException`` until ``snakemake --unlock``. The locks do not say which process holds them,
-so the workflow records the pid of the run that holds them (:func:`record_run`, from
-``onstart``) and, when it starts again, removes them if that process is gone
-(:func:`clear_stale_locks`). A run that is still alive keeps its locks: two runs never write
-the same files.
+so the workflow records the run that holds them (:func:`record_run`, from ``onstart``) and,
+when it starts again, removes them only if that run is *proven* gone (:func:`clear_stale_locks`).
+
+A pid alone proves nothing: the working directory may be shared by runs in other containers or
+on other login nodes of a cluster (another PID namespace, another kernel), where the same pid
+is another process or none. So the record names the holder completely — host name and machine
+id, the kernel's boot id, the PID namespace, the pid and the process's start time — and the
+locks are removed only when
+
+* the holder ran on this host, in this boot and in this PID namespace, and no process with
+  its pid and start time exists any more (a pid reused by another process counts as gone), or
+* the holder ran on this host (same host name and machine id) in an earlier boot: the host
+  rebooted, every process of that boot is gone.
+
+Anything else — another host, another PID namespace, a record without these fields (an older
+lbrepro), a field that cannot be read — keeps the locks: two runs never write the same files,
+and Snakemake's own message (``snakemake --unlock``) applies.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import socket
 from pathlib import Path
+from typing import Any
 
-__all__ = ["clear_stale_locks", "forget_run", "record_run"]
+__all__ = ["clear_stale_locks", "forget_run", "holder_is_gone", "identity", "record_run"]
 
 RUN_FILE = "lbrepro-run.pid"
 
 
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="ascii") as fh:
+            return fh.read().strip() or None
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _pid_namespace(pid: int | str = "self") -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/pid")
+    except OSError:
+        return None
+
+
+def start_time(pid: int) -> int | None:
+    """The process's start time (clock ticks after boot, /proc/PID/stat field 22), or None."""
+    stat = _read(f"/proc/{pid}/stat")
+    if stat is None:
+        return None
+    try:
+        return int(stat.rpartition(")")[2].split()[19])
+    except (IndexError, ValueError):
+        return None
+
+
+def identity(pid: int | None = None) -> dict[str, Any]:
+    """Who process ``pid`` (default: this one) is, as far as another run can tell."""
+    pid = os.getpid() if pid is None else int(pid)
+    return {
+        "host": socket.gethostname(),
+        "machine_id": _read("/etc/machine-id"),
+        "boot_id": _read("/proc/sys/kernel/random/boot_id"),
+        "pid_namespace": _pid_namespace(),
+        "pid": pid,
+        "start_time": start_time(pid),
+    }
+
+
 def _alive(pid: int) -> bool:
-    """Whether a process with this pid exists (signal 0 checks without signalling)."""
+    """Whether a process with this pid exists in our namespace (signal 0 checks)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -30,11 +85,34 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def holder_is_gone(record: dict[str, Any], here: dict[str, Any] | None = None) -> bool:
+    """Whether the run described by ``record`` is proven gone, seen from ``here``."""
+    here = identity() if here is None else here
+    fields = ("host", "machine_id", "boot_id", "pid_namespace", "pid")
+    if any(record.get(f) is None or here.get(f) is None for f in fields):
+        return False  # an older record, or this system does not tell: cannot prove
+    if record["host"] != here["host"] or record["machine_id"] != here["machine_id"]:
+        return False  # another machine (or container) sharing the directory
+    if record["boot_id"] != here["boot_id"]:
+        return True  # this host rebooted since: every process of that boot is gone
+    if record["pid_namespace"] != here["pid_namespace"]:
+        return False  # another PID namespace of this kernel: its pids mean nothing here
+    pid = int(record["pid"])
+    if not _alive(pid):
+        return True
+    started = record.get("start_time")
+    now = start_time(pid)
+    # Alive: the same process unless the pid was reused by a process started later.
+    return started is not None and now is not None and now != started
+
+
 def record_run(state_dir: str | Path = ".snakemake", pid: int | None = None) -> None:
     """Record that process ``pid`` (default: this one) holds the locks in ``state_dir``."""
     path = Path(state_dir)
     path.mkdir(parents=True, exist_ok=True)
-    (path / RUN_FILE).write_text(f"{os.getpid() if pid is None else pid}\n", encoding="utf-8")
+    tmp = path / f".{RUN_FILE}.{os.getpid()}"
+    tmp.write_text(json.dumps(identity(pid)) + "\n", encoding="utf-8")
+    os.replace(tmp, path / RUN_FILE)
 
 
 def forget_run(state_dir: str | Path = ".snakemake") -> None:
@@ -42,21 +120,26 @@ def forget_run(state_dir: str | Path = ".snakemake") -> None:
     (Path(state_dir) / RUN_FILE).unlink(missing_ok=True)
 
 
-def clear_stale_locks(state_dir: str | Path = ".snakemake") -> int | None:
-    """Remove the locks of a recorded run whose process is gone; return its pid, else None.
-
-    Without a record (a run of an older lbrepro, or ``--nolock``) nothing is touched and
-    Snakemake's own message (``snakemake --unlock``) applies.
-    """
-    path = Path(state_dir)
-    record = path / RUN_FILE
+def read_record(state_dir: str | Path = ".snakemake") -> dict[str, Any] | None:
+    """The recorded holder of the locks, or None (no record, or one of an older lbrepro)."""
     try:
-        pid = int(record.read_text(encoding="utf-8").split()[0])
-    except (OSError, ValueError, IndexError):
+        text = (Path(state_dir) / RUN_FILE).read_text(encoding="utf-8")
+        if len(text) > 4096:
+            return None
+        record = json.loads(text)
+    except (OSError, UnicodeDecodeError, ValueError):
         return None
-    if _alive(pid):
+    return record if isinstance(record, dict) else None
+
+
+def clear_stale_locks(state_dir: str | Path = ".snakemake") -> int | None:
+    """Remove the locks of a recorded run proven gone (see the module); return its pid, else
+    None (nothing touched)."""
+    path = Path(state_dir)
+    record = read_record(path)
+    if record is None or not holder_is_gone(record):
         return None
     for lock in (path / "locks").glob("*.lock"):
         lock.unlink(missing_ok=True)
-    record.unlink(missing_ok=True)
-    return pid
+    (path / RUN_FILE).unlink(missing_ok=True)
+    return int(record["pid"])

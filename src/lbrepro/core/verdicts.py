@@ -345,9 +345,7 @@ def _widening(estimates: Sequence[Estimate], comparisons: int) -> float:
     return normal_quantile(1 - 0.05 / (2 * comparisons)) / Z95
 
 
-def agreement_margin(
-    reference: float, *, relative: float = AGREEMENT, floor: float = 0.0
-) -> float:
+def agreement_margin(reference: float, *, relative: float = AGREEMENT, floor: float = 0.0) -> float:
     """The agreement margin of one comparison: ``relative`` × |reference|, at least ``floor``.
 
     ``floor`` is the smallest difference the claim's quantity can express at this run (for a
@@ -522,9 +520,7 @@ def exact(
     details: str = "",
 ) -> Verdict:
     """A decided comparison of exact values (no noise: reproduced or not reproduced)."""
-    return Verdict(
-        REPRODUCED if holds else NOT_REPRODUCED, measured, expected, tolerance, details
-    )
+    return Verdict(REPRODUCED if holds else NOT_REPRODUCED, measured, expected, tolerance, details)
 
 
 @dataclass(frozen=True)

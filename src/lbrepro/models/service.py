@@ -321,6 +321,35 @@ def lognormal(m: float, s: float) -> ServiceDist:
     return _make("lognormal", {"m": m, "s": s}, m1, m2, f"lognormal(σ {s:g})")
 
 
+#: Most phases of an Erlang or Coxian law: the exact mean field has phases × levels states and
+#: the published formula's polynomials overflow a float near 100 phases (``erlang:1000000``
+#: asked for 7 TiB, ``erlang:3000`` ran for minutes).
+MAX_PHASES = 64
+#: Smallest Lomax shape: nearer 1 the scale α − 1 of a mean-1 law and the tail formulas
+#: underflow (``lomax:1.0000001`` was a math domain error).
+MIN_LOMAX_ALPHA = 1.0001
+#: Largest squared coefficient of variation of ``hyperexp:scv``: beyond, one phase's rate
+#: underflows against the other's and the solvers cannot converge.
+MAX_SCV = 1.0e4
+
+
+def _within_model_range(spec: str, d: ServiceDist) -> ServiceDist:
+    """Refuse laws outside the range where the model's numerics hold (config and CLI alike)."""
+    f, p = d.family, d.params
+    phases = p.get("m") if f == "erlang" else len(p["rates"]) if f == "coxian" else None
+    if phases is not None and phases > MAX_PHASES:
+        raise ConfigError(
+            "dist", f"{spec!r}: {phases} phases, at most {MAX_PHASES} (memory and run time)"
+        )
+    if f == "lomax" and p["alpha"] < MIN_LOMAX_ALPHA:
+        raise ConfigError(
+            "dist",
+            f"{spec!r}: Lomax shape alpha must be >= {MIN_LOMAX_ALPHA} (nearer 1 the mean-1 "
+            "law's scale underflows)",
+        )
+    return d
+
+
 def parse(spec: str, mean: float = 1.0) -> ServiceDist:
     """A distribution from ``"family[:p1[,p2…]]"``, rescaled to ``mean``.
 
@@ -330,7 +359,7 @@ def parse(spec: str, mean: float = 1.0) -> ServiceDist:
     float (``lognormal:50``) raise a ConfigError, not an OverflowError.
     """
     try:
-        return _parse(spec, mean)
+        return _within_model_range(spec, _parse(spec, mean))
     except (OverflowError, ZeroDivisionError):
         raise ConfigError(
             "dist", f"{spec!r}: parameter out of range (the moments overflow a float)"
@@ -359,8 +388,8 @@ def _parse(spec: str, mean: float) -> ServiceDist:
     elif name in ("hyperexp", "h2"):
         if len(nums) == 1:
             scv = nums[0]
-            if scv <= 1:
-                raise ConfigError("dist", f"hyperexp:scv needs scv > 1, got {scv:g}")
+            if not 1 < scv <= MAX_SCV:
+                raise ConfigError("dist", f"hyperexp:scv needs 1 < scv <= {MAX_SCV:g}, got {scv:g}")
             # Balanced means (p1/r1 = p2/r2), mean 1.
             p1 = 0.5 * (1 + math.sqrt((scv - 1) / (scv + 1)))
             d = hyperexponential([p1, 1 - p1], [2 * p1, 2 * (1 - p1)])

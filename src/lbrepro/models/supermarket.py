@@ -485,6 +485,20 @@ def check_memory(command: str, args: Mapping[str, Any]) -> None:
         )
 
 
+def check_mean_field_memory(key: str, rho: float, d: int) -> None:
+    """Refuse (naming ``key``) a load whose mean-field tail would not fit in MEMORY_LIMIT:
+    what a config point at (ρ, d) solves (``rho: [0.99999999], d: [1]``: ~27 GiB)."""
+    levels = _levels(rho, d, 1e-16)
+    nbytes = 8.0 * levels
+    if nbytes > MEMORY_LIMIT:
+        raise ConfigError(
+            key,
+            f"load {rho:.10g} with d = {d}: the mean-field tail needs about {levels:.3g} "
+            f"levels (~{nbytes / 2**30:.3g} GiB), beyond {MEMORY_LIMIT / 2**30:g} GiB; lower "
+            "the load or raise d",
+        )
+
+
 MODEL = Model(
     name="supermarket",
     help="the supermarket model: JSQ(d) with exponential service",

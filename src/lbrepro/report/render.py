@@ -30,10 +30,12 @@ from lbrepro.core.claims import (
     REPRODUCED,
     UNDECIDED,
 )
-from lbrepro.core.io import read_json, read_table
+from lbrepro.core.io import atomic_write_text, read_json, read_table
 from lbrepro.report.diff import VERDICT_STATUSES, is_null, status_of
+from lbrepro.report.manifest import verify_views  # issue 21: digests verified at render
 from lbrepro.report.provenance import provenance
 from lbrepro.report.runtimes import aggregate, read_benchmarks
+from lbrepro.report.sanitize import finalize, read_json_bounded  # issue 21: hostile text
 
 TEMPLATE = "index.html.j2"
 #: Rows of an artifact's summary table shown in the report (the CSV holds them all).
@@ -258,7 +260,7 @@ def _claims(path: Path, shown: str) -> tuple[list[dict[str, Any]] | None, str]:
     if not path.is_file():
         return None, f"claim checks not produced (expected {shown})"
     try:
-        data = read_json(path)
+        data = read_json_bounded(path)
     except (OSError, UnicodeDecodeError, ValueError) as err:
         return None, f"claim checks unreadable ({shown}): {err}"
     if not isinstance(data, list) or not all(isinstance(c, Mapping) for c in data):
@@ -536,6 +538,7 @@ def build_context(
     """
     out_dir = out.parent
     views = [_artifact_view(a, config, root, out_dir) for a in artifacts]
+    manifest = verify_views(views, artifacts, root, missing=MISSING, recount=_count)  # issue 21
 
     known = dict(papers)
     for view in views:  # an artifact of an unlisted paper still gets a section
@@ -600,6 +603,7 @@ def build_context(
         "sections": sections,
         "uncovered": uncovered,
         "provenance": provenance(config, source if source is not None else root),
+        "manifest": manifest,
         "shared_config": shared,
         "runtimes": runtimes,
         "coverage": coverage_table(coverage_file),
@@ -622,6 +626,7 @@ def environment(templates: Path) -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
+        finalize=finalize,  # issue 21: control and bidi characters printed visibly
     )
     env.filters["fmt"] = fmt
     env.filters["duration"] = duration
@@ -667,8 +672,5 @@ def render_report(
         seed_file=seed_file,
     )
     html = environment(templates).get_template(TEMPLATE).render(**context)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_text(html, encoding="utf-8")
-    tmp.replace(out)
+    atomic_write_text(out, html)  # issue 21: a random O_EXCL temporary, never a planted one
     return out

@@ -30,8 +30,9 @@ from lbrepro.plotting.style import METHOD_STYLE, color, new_figure
 
 def validate(cfg: Mapping[str, Any]) -> None:
     """Refuse an unstable load in any case, naming its key."""
-    for i, (rho, _d) in enumerate(cfg["cases"]):
+    for i, (rho, d) in enumerate(cfg["cases"]):
         check_stable(f"supermarket-accuracy.cases[{i}][0]", rho)
+        model.check_mean_field_memory(f"supermarket-accuracy.cases[{i}][0]", rho, d)
 
 
 def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:

@@ -44,6 +44,8 @@ def validate(cfg: Mapping[str, Any]) -> None:
     """Refuse unstable loads and a warm-up as long as the horizon, naming the key."""
     for i, rho in enumerate(cfg["rho"]):
         check_stable(f"supermarket-tail.rho[{i}]", rho)
+        for d in cfg["d"]:  # the mean field of every (ρ, d) must fit in memory
+            model.check_mean_field_memory(f"supermarket-tail.rho[{i}]", rho, d)
     if cfg["warmup"] >= cfg["horizon"]:
         raise ConfigError("supermarket-tail.warmup", "must be shorter than the horizon")
 

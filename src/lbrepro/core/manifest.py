@@ -1,0 +1,117 @@
+"""Digests of what a run wrote: every job table, table, checks file and figure.
+
+The rule that makes a file records, beside it, what it wrote — ``<file>.digest.json``: the
+file's SHA-256 and size, and for a table its number of data rows and the points it holds. The
+records serve twice:
+
+* **collection** (:func:`lbrepro.pipeline.collect_table`) verifies every job table against its
+  record — every planned point present, every byte as written — and recomputes a job whose
+  table is truncated, empty, edited or has no record, instead of collecting it silently or
+  failing with a traceback on every rerun;
+* **the report** (:mod:`lbrepro.report.manifest`) verifies every table, checks file and figure
+  it shows and says, in its provenance section, which were changed after the run that made
+  them (a hand-edited checks.json is shown as such, not as a result).
+
+A record proves a file is what the pipeline wrote, not who wrote it: anyone who can edit the
+results can write a matching record too. It catches accidents (a full disk, a killed copy, an
+editor) and edits made without the pipeline.
+
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from lbrepro.core.io import atomic_write_text
+
+__all__ = [
+    "DIGEST_SUFFIX",
+    "digest_path",
+    "file_sha256",
+    "read_digest",
+    "verify",
+    "write_digest",
+]
+
+DIGEST_SUFFIX = ".digest.json"
+#: A record is a few hundred bytes (a job table's point ids: at most a few hundred kB).
+MAX_RECORD_BYTES = 16 * 1024 * 1024
+
+
+def digest_path(path: str | Path) -> Path:
+    """Where the record of ``path`` lives: beside it, ``<name>.digest.json``."""
+    path = Path(path)
+    return path.with_name(path.name + DIGEST_SUFFIX)
+
+
+def file_sha256(path: str | Path) -> str:
+    """The SHA-256 of a file's bytes (hex), read in blocks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def write_digest(
+    path: str | Path, *, rows: int | None = None, points: Sequence[str] | None = None
+) -> dict[str, Any]:
+    """Record the digest of the file just written at ``path`` (and its rows, its points)."""
+    path = Path(path)
+    record: dict[str, Any] = {
+        "file": path.name,
+        "sha256": file_sha256(path),
+        "bytes": path.stat().st_size,
+    }
+    if rows is not None:
+        record["rows"] = int(rows)
+    if points is not None:
+        record["points"] = list(points)
+    atomic_write_text(digest_path(path), json.dumps(record, indent=1) + "\n")
+    return record
+
+
+def read_digest(path: str | Path) -> dict[str, Any] | None:
+    """The record of ``path``, or None if it has none (or an unreadable one)."""
+    record = digest_path(path)
+    try:
+        if record.stat().st_size > MAX_RECORD_BYTES:
+            return None
+        data = json.loads(record.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("sha256"), str):
+        return None
+    return data
+
+
+def verify(
+    path: str | Path, *, points: Sequence[str] | None = None, full: bool = True
+) -> str | None:
+    """Why the file at ``path`` is not what its rule wrote — None if it is.
+
+    ``points``: the point ids the file must hold (a job table: exactly its planned points, in
+    order). ``full`` False compares only the size (a stat, for a quick look at many files).
+    """
+    path = Path(path)
+    if not path.is_file():
+        return "missing"
+    record = read_digest(path)
+    if record is None:
+        return f"no digest record ({digest_path(path).name})"
+    if points is not None and record.get("points") != list(points):
+        return "holds other points than the plan"
+    try:
+        size = os.stat(path).st_size
+    except OSError as err:
+        return f"unreadable: {err.strerror}"
+    if size != record.get("bytes"):
+        return f"{size} bytes, {record.get('bytes')} written (truncated or changed)"
+    if full and file_sha256(path) != record["sha256"]:
+        return "changed after it was written (digest differs)"
+    return None
