@@ -140,10 +140,8 @@ def claim_status(entry: dict[str, Any]) -> str:
     if entry.get("invalid"):
         return UNDECIDED
     control = entry.get("control")
-    if outcome == REPRODUCED and isinstance(control, dict):
-        if control.get("outcome") == REPRODUCED:
-            return UNDECIDED
-    return outcome
+    indistinct = isinstance(control, dict) and control.get("outcome") == REPRODUCED
+    return UNDECIDED if outcome == REPRODUCED and indistinct else outcome
 
 
 def undecided_reason(entry: dict[str, Any]) -> str:
