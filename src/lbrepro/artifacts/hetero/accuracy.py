@@ -120,7 +120,7 @@ def _load_where(system: model.System, policy: str, target: float, rho: float) ->
     """The load ρ' < ρ at which the mean-field E[T] equals ``target`` (bisection; E[T]
     increases with the load), at least ρ/4."""
     lo, hi = rho / 4, rho
-    for _ in range(20):
+    for _ in range(12):
         mid = (lo + hi) / 2
         value = model.fixed_point(system, mid * system.total_capacity, policy).mean_sojourn
         lo, hi = (mid, hi) if value < target else (lo, mid)
