@@ -466,3 +466,23 @@ def test_control_loads_must_stay_positive():
         tail.validate({"systems": [H2], "rho": 0.05})
     with pytest.raises(Exception, match="positive load"):
         accuracy.validate({"systems": [H2], "rho": [0.5, 0.04]})
+
+
+def test_stability_near_miss_is_sqd_where_it_still_loses_capacity():
+    # On a nearly homogeneous system SQ(d) keeps the full capacity: that is no near miss.
+    homogeneous = {"ratio": 1.5, "gamma_slow": 0.8, "d": 2, "quantity": "lambda_star_normalised"}
+    rows = [*stability_rows(), homogeneous | {"method": "mf", "policy": "sqd", "value": 1.0}]
+    claims = stability.check(rows, STABILITY_CFG)
+    region = next(c for c in claims if "maximum stability region" in c.claim)
+    assert region.status == REPRODUCED and "ratio 10" in region.control["claim"]
+
+
+def test_sojourn_offset_leaves_out_points_next_to_their_limit():
+    rows = sojourn_rows()
+    rows.append(
+        {"system": "S", "policy": "typed", "rho": 0.5, "method": "mf"}
+        | {"quantity": "mean_sojourn", "value": 1.0, "stability_limit": 0.91}
+    )
+    claims = sojourn.check(rows, SOJOURN_CFG)
+    offset = next(c for c in claims if "finite-N offset" in c.claim)
+    assert "S-typed-rho0.9" not in offset.runs and "stability limit" in offset.details

@@ -254,8 +254,9 @@ def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
     schemes = [r for r in mf if r["policy"] in ("scheme1", "scheme2")]
     sqd = [r for r in mf if r["policy"] == "sqd"]
     # The near miss: whole-system SQ(d) on the grid's system where it comes closest to full
-    # capacity (the least heterogeneous): the smallest loss of capacity the grid can show.
-    closest = max(sqd, key=lambda r: r["value"])
+    # capacity while still losing some (on the least heterogeneous systems SQ(d) keeps it all).
+    losing = [r for r in sqd if r["value"] < 1 - 2 * BOUNDARY_TOL] or sqd
+    closest = max(losing, key=lambda r: r["value"])
     claims.append(
         make_claim(
             "Schemes 1 and 2 achieve the maximum stability region: stable up to the full "
