@@ -119,7 +119,14 @@ def doubly_exponential(
     expected = f"every step's log-ratio growth factor > {GROWTH_FLOOR:g} (types with ≥ 2 steps)"
     if not steps:
         unresolved = [
-            Component("no type with 2 steps", 0.0, math.inf, GROWTH_FLOOR, resolved=False)
+            Component(
+                "no type has 3 resolved levels at this N (u_3 held by ≥ 10 servers needs a "
+                "larger N)",
+                0.0,
+                math.inf,
+                GROWTH_FLOOR,
+                resolved=False,
+            )
         ]
         v = decide(unresolved, expected=expected, tolerance="—", details=note.lstrip("; "))
         return v, v
