@@ -50,5 +50,15 @@ PAPER = Paper(
         accuracy.ARTIFACT,
         chaos.ARTIFACT,
     ),
+    findings={
+        sojourn.FINDING_STABLE_SPLIT: (
+            "Where the split tuned for λ̂ = 0.5·capacity is mis-tuned and still stable, it can "
+            "beat the schemes: on H2x (γ 0.8/0.2, C 1/10, our reconstruction) at ρ ≤ 0.25 "
+            "(mean field E[T] 0.108 vs 0.161 at ρ = 0.2, 0.112 vs 0.189 at ρ = 0.25): at a "
+            "light load it sends the jobs to the fast servers, while the schemes also sample "
+            "slow ones. The schemes beat it on H2x only where it is unstable (ρ ≥ 0.75), "
+            "which any stable policy does and so decides nothing."
+        ),
+    },
     order=20,
 )

@@ -8,7 +8,6 @@ from typing import Any
 import numpy as np
 
 from lbrepro.artifacts.hetero.configuration import (
-    NEIGHBOUR_DRHO,
     check_control_load,
     check_load,
     named_systems,
@@ -16,7 +15,8 @@ from lbrepro.artifacts.hetero.configuration import (
     system_from_spec,
     validate_systems,
 )
-from lbrepro.artifacts.hetero.estimates import signed, sim_sojourn_row
+from lbrepro.artifacts.hetero.diagnostics import work_conservation
+from lbrepro.artifacts.hetero.estimates import busy_capacity_row, signed, sim_sojourn_row
 from lbrepro.artifacts.hetero.policies import POLICY_LABELS
 from lbrepro.artifacts.registry import Artifact, Rows
 from lbrepro.core.claims import Claim, make_claim
@@ -24,11 +24,16 @@ from lbrepro.core.ids import add_point, num
 from lbrepro.core.io import select
 from lbrepro.core.stats import Estimate
 from lbrepro.core.verdicts import (
+    AGREEMENT,
+    NOT_REPRODUCED,
+    REPRODUCED,
+    UNDECIDED,
     EmptyComparisonError,
     Verdict,
+    agreement_margin,
+    agrees,
     estimate,
     trend,
-    within,
 )
 from lbrepro.models import hetero as model
 
@@ -68,9 +73,13 @@ def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
     lam = p["rho"] * system.total_capacity
     mf = model.fixed_point(system, lam, p["policy"])
     rmf = model.refined(system, lam, p["policy"])
-    near = model.fixed_point(
-        system, (p["rho"] - NEIGHBOUR_DRHO) * system.total_capacity, p["policy"]
+    # The control's limit: the mean field at the load ρ' < ρ where it is NEAR_MISS_MARGINS
+    # of the claim's margins (2% + |V|/N at this N) lower: a plausibly mis-estimated load.
+    margin = AGREEMENT * mf.mean_sojourn + abs(rmf.mean_sojourn_coefficient) / p["N"]
+    near_rho = _load_where(
+        system, p["policy"], mf.mean_sojourn - NEAR_MISS_MARGINS * margin, p["rho"]
     )
+    near = model.fixed_point(system, near_rho * system.total_capacity, p["policy"])
     sim = model.simulate(
         system,
         lam,
@@ -91,38 +100,72 @@ def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
             "value": mf.mean_sojourn + rmf.mean_sojourn_coefficient / p["N"],
         },
         base | sim_sojourn_row(sim, seed),
+        base | busy_capacity_row(sim, system, seed),
         # The controls' reference: the mean field at the neighbouring load.
         base
         | {
             "method": "mf",
             "quantity": "mean_sojourn_neighbour",
             "value": near.mean_sojourn,
-            "rho_neighbour": p["rho"] - NEIGHBOUR_DRHO,
+            "rho_neighbour": near_rho,
         },
     ]
 
 
-def _converges(Ns: list[int], ests: list[Estimate], limit: float, allowance: float) -> Verdict:
-    """The simulation approaches ``limit`` as N grows, judged with CIs.
+#: The control's limit sits this many of the claim's margins below the mean field.
+NEAR_MISS_MARGINS = 3.0
 
-    Two parts, both needed: the distance to the limit (signed as at the smallest N) decreases
-    significantly from the smallest to the largest N with no significant rise between
-    neighbours (:func:`trend`), and at the largest N the simulation lies within its CI plus
-    ``allowance`` (the stated finite-N offset |V|/N of the refined mean field) of the limit.
-    """
+
+def _load_where(system: model.System, policy: str, target: float, rho: float) -> float:
+    """The load ρ' < ρ at which the mean-field E[T] equals ``target`` (bisection; E[T]
+    increases with the load), at least ρ/4."""
+    lo, hi = rho / 4, rho
+    for _ in range(12):
+        mid = (lo + hi) / 2
+        value = model.fixed_point(system, mid * system.total_capacity, policy).mean_sojourn
+        lo, hi = (mid, hi) if value < target else (lo, mid)
+    return (lo + hi) / 2
+
+
+def _converges(Ns: list[int], ests: list[Estimate], limit: float, margin: float) -> Verdict:
+    """The simulation approaches ``limit`` as N grows: the distance to it (signed as at the
+    smallest N) falls first → last by more than 2% of the limit with no step rising by more
+    (:func:`trend`), and at the largest N the simulation agrees with the limit within
+    ``margin`` (:func:`agrees`). Both needed: one verdict from all their components."""
     gaps = [
         Estimate(e.mean - limit, e.low - limit, e.high - limit, e.half_width, e.batches)
         for e in ests
     ]
     sign = -1.0 if gaps[0].mean < 0 else 1.0
-    shrinks = trend(Ns, [signed(g, sign) for g in gaps], "decreasing")
-    last = within([ests[-1]], [limit], allowance=allowance, labels=[f"N = {Ns[-1]}"])
+    shrinks = trend(
+        Ns, [signed(g, sign) for g in gaps], "decreasing", min_effect=AGREEMENT * abs(limit)
+    )
+    last = agrees([ests[-1]], [limit], margin=margin, labels=[f"N = {Ns[-1]}"])
+    return both(shrinks, last)
+
+
+def both(a: Verdict, b: Verdict) -> Verdict:
+    """Two verdicts that must both hold, as one (the component rule over their parts): not
+    reproduced if either is, reproduced if both are, else undecided; the statistic is the
+    deciding part's (``b``'s unless ``a`` alone fails or stays open)."""
+    outcomes = {a.outcome, b.outcome}
+    if NOT_REPRODUCED in outcomes:
+        outcome = NOT_REPRODUCED
+    elif outcomes == {REPRODUCED}:
+        outcome = REPRODUCED
+    else:
+        outcome = UNDECIDED
+    decisive = a if a.outcome == outcome and b.outcome != outcome else b
     return Verdict(
-        passed=bool(shrinks.passed and last.passed),
-        measured={"distance trend z": shrinks.measured, "at largest N": last.measured},
-        expected=f"{shrinks.expected}; and {last.expected}",
-        tolerance=f"{shrinks.tolerance}; {last.tolerance}",
-        details=f"trend: {shrinks.details}; largest N: {last.details}",
+        outcome,
+        decisive.measured,
+        f"{a.expected}; and {b.expected}",
+        f"{a.tolerance}; {b.tolerance}",
+        f"trend: {a.details}; largest N: {b.details}",
+        decisive.interval,
+        decisive.margin,
+        "; ".join(t for t in (a.needs, b.needs) if t),
+        "; ".join(t for t in (a.invalid, b.invalid) if t),
     )
 
 
@@ -134,22 +177,37 @@ def _value(rows: Rows, method: str, quantity: str, **key: Any) -> float:
     return found[0]["value"]
 
 
+#: The refined mean field is judged at the N where its 1/N term is below this fraction of
+#: E[T]: beyond it (N = 10 at ρ = 0.9: 27%) the O(1/N²) remainder is no longer small.
+EXPANSION_REGIME = 0.1
+
+
 def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
-    """Per (system, scheme, load): the mean field becomes exact as N grows; RMF at every N."""
-    claims: list[Claim] = []
+    """Per (system, scheme, load): the mean field becomes exact as N grows; the finite-N
+    offset is the refined one; work conservation per run."""
+    claims: list[Claim] = work_conservation(rows)
     for name in named_systems(cfg):
         for policy in ("scheme1", "scheme2"):
             for rho in cfg["rho"]:
                 key = {"system": name, "policy": policy, "rho": rho}
-                sims = sorted(select(rows, method="sim", **key), key=lambda r: r["N"])
+                sims = sorted(
+                    select(rows, method="sim", quantity="mean_sojourn", **key),
+                    key=lambda r: r["N"],
+                )
                 if not sims:
                     raise EmptyComparisonError(f"hetero-accuracy: no simulation for {key}")
                 ests = [estimate(s) for s in sims]
                 Ns = [s["N"] for s in sims]
+                runs = [str(s.get("point", f"N{s['N']}")) for s in sims]
 
                 mf = _value(rows, "mf", "mean_sojourn", N=Ns[0], **key)
-                neighbour = _value(rows, "mf", "mean_sojourn_neighbour", N=Ns[0], **key)
-                offset = abs(_value(rows, "rmf", "mean_sojourn", N=Ns[-1], **key) - mf)
+                near_row = select(
+                    rows, method="mf", quantity="mean_sojourn_neighbour", N=Ns[-1], **key
+                )[0]
+                neighbour = near_row["value"]
+                rmf = {N: _value(rows, "rmf", "mean_sojourn", N=N, **key) for N in Ns}
+                offset = abs(rmf[Ns[-1]] - mf)
+                margin = agreement_margin(mf) + offset
                 label = f"{name}, {POLICY_LABELS[policy]}, ρ = {rho:g}"
                 errors = ", ".join(
                     f"N = {s['N']}: {100 * (mf - s['value']) / s['value']:+.2f}%" for s in sims
@@ -157,36 +215,59 @@ def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
                 claims.append(
                     make_claim(
                         f"{label}: the mean field becomes exact as N → ∞ — the simulated E[T]'s "
-                        "distance to the mean-field E[T] shrinks significantly with N and, at "
-                        "the largest N, is within the CI plus the 1/N term |V|/N",
-                        _converges(Ns, ests, mf, offset),
+                        "distance to the mean-field E[T] shrinks with N (by more than 2%) and, "
+                        "at the largest N, agrees with it within 2% plus the 1/N term |V|/N",
+                        _converges(Ns, ests, mf, margin),
                         control=(
-                            f"the mean field at the neighbouring load ρ = "
-                            f"{rho - NEIGHBOUR_DRHO:g} as the limit, same test",
-                            _converges(Ns, ests, neighbour, offset),
+                            f"the mean field at the slightly lower load ρ' = "
+                            f"{near_row['rho_neighbour']:.4g} as the limit, same test",
+                            _converges(Ns, ests, neighbour, margin),
                         ),
+                        distance=f"{abs(mf - neighbour) / margin:.2g} margins from the limit",
+                        runs=runs,
                         details=(
-                            f"allowance |V|/N = {offset:.3g} at N = {Ns[-1]} (refined mean "
-                            f"field); mean-field relative error: {errors}"
+                            f"margin 2% of E[T] + |V|/N = {offset:.3g} at N = {Ns[-1]} (refined "
+                            f"mean field); mean-field relative error: {errors}"
                         ),
                     )
                 )
+                inside = [i for i, N in enumerate(Ns) if abs(rmf[N] - mf) <= EXPANSION_REGIME * mf]
+                if not inside:
+                    continue
+                e_in = [ests[i] for i in inside]
+                refs = [rmf[Ns[i]] for i in inside]
+                # 2% of E[T] plus the size of the known remainder: the O(1/N²) term, estimated
+                # as the square of the relative 1/N term, (V/N)²/E[T].
+                margins = [agreement_margin(r) + (r - mf) ** 2 / mf for r in refs]
+                labels = [f"N = {Ns[i]}" for i in inside]
+                dist = [abs(r - mf) / m for r, m in zip(refs, margins, strict=True)]
                 claims.append(
                     make_claim(
-                        f"finite-N: {label}: the refined mean field E[T] + V/N lies within the "
-                        "simulation's CI at every N",
-                        within(
-                            ests,
-                            [_value(rows, "rmf", "mean_sojourn", N=N, **key) for N in Ns],
-                            labels=[f"N = {N}" for N in Ns],
+                        f"{label}: finite-N offset: the simulated E[T]'s offset from the mean "
+                        "field agrees with the refined mean field's V/N at every N where "
+                        f"|V|/N ≤ {EXPANSION_REGIME:.0%} of E[T] (margin 2% of E[T] plus the "
+                        "O(1/N²) remainder's size (V/N)²/E[T])",
+                        agrees(
+                            e_in,
+                            refs,
+                            margin=margins,
+                            labels=labels,
+                            what="E[T]_sim − (E[T] + V/N)",
                         ),
                         control=(
-                            "the mean field without its 1/N term, same test (the 1/N term must "
-                            "be visible at the smallest N)",
-                            within(ests, [mf] * len(Ns), labels=[f"N = {N}" for N in Ns]),
+                            "no finite-N offset (the plain mean field at every such N), same test",
+                            agrees(e_in, [mf] * len(e_in), margin=margins, labels=labels),
                         ),
+                        distance=f"|V|/N = {min(dist):.2g}–{max(dist):.2g} margins",
                         source="lbrepro",
-                        details="u + V/N is exact to O(1/N²), so no allowance",
+                        runs=[runs[i] for i in inside],
+                        details=(
+                            "u + V/N is exact to O(1/N²); N with a larger 1/N term left out: "
+                            + (
+                                ", ".join(f"{N}" for i, N in enumerate(Ns) if i not in inside)
+                                or "none"
+                            )
+                        ),
                     )
                 )
     return claims
@@ -196,7 +277,8 @@ def summary(rows: Rows) -> Rows:
     """The report's table: simulated E[T] with the MF and RMF relative errors, by N."""
     out = []
     for s in sorted(
-        select(rows, method="sim"), key=lambda r: (r["system"], r["policy"], r["rho"], r["N"])
+        select(rows, method="sim", quantity="mean_sojourn"),
+        key=lambda r: (r["system"], r["policy"], r["rho"], r["N"]),
     ):
         key = {k: s[k] for k in ("system", "policy", "rho", "N")}
         mf = _value(rows, "mf", "mean_sojourn", **key)
@@ -232,5 +314,14 @@ ARTIFACT = Artifact(
         "The systems (H2 = γ (0.5, 0.5), C (1, 2); H3 = γ (0.5, 0.3, 0.2), C (1, 2, 4); d = 2 "
         "per type), loads and N grid are our choice: the seed's numerical section is missing "
         "[reconstruction].",
+        "'Becomes exact': the distance to the mean field falls with N by more than 2% of "
+        "E[T] and, at the largest N, the simulation agrees with the mean field within 2% of "
+        "E[T] plus the refined mean field's 1/N term there (the known remainder of the limit "
+        "at that N); the near miss is the mean field at the load ρ' < ρ where it is 3 such "
+        "margins lower.",
+        "The finite-N offset sim − MF is judged against V/N (margin 2% of E[T] plus the "
+        "known remainder's size, estimated as (V/N)²/E[T]) where |V|/N "
+        "≤ 10% of E[T] (N = 10 is outside: its O(1/N²) remainder is a few per cent); its near "
+        "miss is no offset at all, |V|/N away.",
     ),
 )

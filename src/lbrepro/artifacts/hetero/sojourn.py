@@ -3,8 +3,6 @@ simulation), and the claim that Schemes 1/2 need no load estimate to beat a mis-
 
 from __future__ import annotations
 
-import dataclasses
-import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,7 +15,8 @@ from lbrepro.artifacts.hetero.configuration import (
     system_from_spec,
     validate_systems,
 )
-from lbrepro.artifacts.hetero.estimates import sim_sojourn_row
+from lbrepro.artifacts.hetero.diagnostics import work_conservation
+from lbrepro.artifacts.hetero.estimates import busy_capacity_row, sim_sojourn_row
 from lbrepro.artifacts.hetero.policies import POLICY_LABELS, POLICY_STYLE, policy_args
 from lbrepro.artifacts.registry import Artifact, Rows
 from lbrepro.core.claims import Claim, make_claim
@@ -26,11 +25,13 @@ from lbrepro.core.ids import add_point, num
 from lbrepro.core.io import select
 from lbrepro.core.stats import Estimate
 from lbrepro.core.verdicts import (
+    AGREEMENT,
+    NOT_REPRODUCED,
     EmptyComparisonError,
-    Verdict,
+    agreement_margin,
+    agrees,
     better,
     estimate,
-    within,
 )
 from lbrepro.models import hetero as model
 from lbrepro.plotting.style import METHOD_STYLE, new_figure
@@ -125,18 +126,57 @@ def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
         **args,
     )
     rmf = model.refined(system, lam, **args)
+    prediction = rmf.mean_sojourn_at(p["N"])
+    near = near_miss_load(system, p["rho"], prediction, p["N"], args)
     base = {"system": p["system"], "policy": p["policy"], "rho": p["rho"]}
     return [
         base | sim_sojourn_row(sim, seed),
+        base | busy_capacity_row(sim, system, seed),
+        base | {"method": "rmf", "quantity": "mean_sojourn", "value": prediction, "N": p["N"]},
+        # The offset claim's near miss: the refined prediction at the load ρ' < ρ where it is
+        # NEAR_MISS_MARGINS agreement margins lower (a plausibly mis-estimated load).
         base
         | {
             "method": "rmf",
-            "quantity": "mean_sojourn",
-            "value": rmf.mean_sojourn_at(p["N"]),
+            "quantity": "mean_sojourn_near_miss",
+            "value": model.refined(system, near * cap, **args).mean_sojourn_at(p["N"]),
+            "rho_near": near,
             "N": p["N"],
         },
     ]
 
+
+#: The offset claim leaves out points above this fraction of their policy's stability limit.
+HEAVY_TRAFFIC = 0.95
+
+#: The near miss of an agreement claim sits this many agreement margins from the prediction.
+NEAR_MISS_MARGINS = 3.0
+
+
+def near_miss_load(
+    system: model.System, rho: float, prediction: float, N: int, args: Mapping[str, Any]
+) -> float:
+    """The load ρ' < ρ whose E[T] is NEAR_MISS_MARGINS·AGREEMENT below ``prediction``:
+    bisection on the mean field (cheap) with the 1/N term at ρ carried over, 12 steps."""
+    kw = dict(args)
+    policy = kw.pop("policy")
+
+    def mf(r: float) -> float:
+        return model.fixed_point(system, r * system.total_capacity, policy, **kw).mean_sojourn
+
+    offset = prediction - mf(rho)
+    target = prediction * (1 - NEAR_MISS_MARGINS * AGREEMENT) - offset
+    lo, hi = 0.5 * rho, rho
+    if mf(lo) > target:
+        return lo
+    for _ in range(12):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if mf(mid) < target else (lo, mid)
+    return (lo + hi) / 2
+
+
+#: The root cause of a failing comparison with the mis-tuned split (Paper.findings).
+FINDING_STABLE_SPLIT = "stable-mis-tuned-split-wins"
 
 #: Loads at which the tuned split's assumed load λ̂ counts as wrong: |ρ − λ̂| ≥ this.
 WRONG_LOAD_GAP = 0.25
@@ -146,169 +186,214 @@ _RECONSTRUCTED = (
 )
 
 
-def _mf_estimate(value: float | None) -> Estimate:
-    """A mean-field E[T] as an exact estimate; no equilibrium (unstable) counts as +∞."""
-    return Estimate.exact(math.inf if value is None else float(value))
+def _fmt(value: float | None) -> str:
+    return "∞ (unstable)" if value is None else f"{value:.4g}"
 
 
-def _on_exact(verdict: Verdict, a: list[Estimate], b: list[Estimate], labels: list[str]) -> Verdict:
-    """A ``better`` verdict on exact values, with the compared values as its measurement.
+def _mis_tuned(rows: Rows, cfg: Mapping[str, Any], name: str) -> tuple[list[float], str]:
+    """The loads where the split is mis-tuned (|ρ − λ̂| ≥ WRONG_LOAD_GAP) *and* stable, and a
+    note on the mis-tuned loads where it is unstable (never decisive: anything stable beats
+    an E[T] of ∞)."""
+    lam_hat = cfg["lam_hat"]
+    mf = {
+        (r["policy"], r["rho"]): r["value"]
+        for r in select(rows, method="mf", quantity="mean_sojourn", system=name)
+    }
+    wrong = [rho for rho in cfg["rho_grid"] if abs(rho - lam_hat) >= WRONG_LOAD_GAP - 1e-12]
+    stable = [rho for rho in wrong if mf.get(("typed-tuned", rho)) is not None]
+    unstable = [rho for rho in wrong if rho not in stable]
+    note = ""
+    if unstable:
+        note = (
+            "not judged where the mis-tuned split is unstable (E[T] = ∞, which any stable "
+            "policy beats): ρ = " + ", ".join(f"{r:g}" for r in unstable)
+        )
+    return sorted(stable), note
 
-    With zero-width values its z-scores are ±∞ (JSON null): the values say more.
-    """
 
-    def fmt(e: Estimate) -> str:
-        """An exact value for the measurement: ∞ says the policy is unstable there."""
-        return "∞ (unstable)" if math.isinf(e.mean) else f"{e.mean:.4g}"
+def _versus_split(
+    rows: Rows, name: str, loads: list[float], policies: tuple[str, ...], quantifier: str
+):
+    """``better``: the best of ``policies`` below the mis-tuned split by more than 2% of the
+    split's E[T] (mean field: exact values, decided outright)."""
+    mf = {
+        (r["policy"], r["rho"]): r["value"]
+        for r in select(rows, method="mf", quantity="mean_sojourn", system=name)
+    }
+    best = [Estimate.exact(min(mf[(p, rho)] for p in policies)) for rho in loads]
+    split = [Estimate.exact(mf[("typed-tuned", rho)]) for rho in loads]
+    deltas = [AGREEMENT * float(e.mean) for e in split]
+    labels = [
+        f"ρ = {rho:g}: {float(b.mean):.4g} vs split {float(t.mean):.4g}"
+        for rho, b, t in zip(loads, best, split, strict=True)
+    ]
+    return better(best, split, min_effect=deltas, quantifier=quantifier, labels=labels)
 
-    measured = {lab: f"{fmt(x)} vs {fmt(y)}" for lab, x, y in zip(labels, a, b, strict=True)}
-    return dataclasses.replace(verdict, measured=measured)
+
+def _split(mf: Mapping[Any, Any], rho: float) -> float:
+    return mf[("typed-tuned", rho)]
+
+
+def _gap(mf: Mapping[Any, Any], rho: float) -> float:
+    """The mis-tuned split's E[T] minus the best scheme's (positive: the schemes win)."""
+    return _split(mf, rho) - min(mf[("scheme1", rho)], mf[("scheme2", rho)])
 
 
 def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
-    """The schemes against the mis-tuned split (mean field), then the simulation claims."""
-    claims: list[Claim] = []
+    """The schemes against the mis-tuned split (mean field), then the finite-N offsets."""
+    claims: list[Claim] = work_conservation(rows)
     lam_hat = cfg["lam_hat"]
-    wrong = [rho for rho in cfg["rho_grid"] if abs(rho - lam_hat) >= WRONG_LOAD_GAP - 1e-12]
     for name in named_systems(cfg):
+        loads, unstable = _mis_tuned(rows, cfg, name)
+        if not loads:
+            raise EmptyComparisonError(
+                f"hetero-sojourn {name}: no load of rho_grid with |ρ − λ̂| ≥ {WRONG_LOAD_GAP:g} "
+                "where the mis-tuned split is stable: add one to rho_grid"
+            )
         mf = {
             (r["policy"], r["rho"]): r["value"]
             for r in select(rows, method="mf", quantity="mean_sojourn", system=name)
         }
-        # "The arrival rate cannot be estimated": judge the tuned split away from λ̂, where
-        # its estimate is wrong (at λ̂ itself it is the best static split by construction).
-        # Mean field (the paper's limit): exact values, +∞ where the split overloads a type.
-        best = [_mf_estimate(min(mf[("scheme1", rho)], mf[("scheme2", rho)])) for rho in wrong]
-        tuned = [_mf_estimate(mf.get(("typed-tuned", rho))) for rho in wrong]
-        labels = [f"ρ = {rho:g}" for rho in wrong]
         at_hat = ""
-        if ("typed-tuned", lam_hat) in mf and ("scheme1", lam_hat) in mf:
+        if mf.get(("typed-tuned", lam_hat)) is not None and ("scheme1", lam_hat) in mf:
             own = mf[("typed-tuned", lam_hat)]
             sch = min(mf[("scheme1", lam_hat)], mf[("scheme2", lam_hat)])
-            at_hat = f"; at λ̂ itself (split tuned right) schemes {sch:.4g} vs split {own:.4g}" + (
-                ": the schemes win there too, so their lead is not due to mis-tuning alone "
-                "(they sample d_j servers of every type)"
-                if sch < own
-                else ": the correctly tuned split wins there"
+            at_hat = f"at λ̂ itself (split tuned right) schemes {sch:.4g} vs split {own:.4g}"
+        note = "; ".join(
+            t
+            for t in (
+                f"mean field, best of Schemes 1/2 against the split optimised for λ̂ = "
+                f"{lam_hat:g}·capacity, at the loads |ρ − λ̂| ≥ {WRONG_LOAD_GAP:g} where that "
+                "split is stable; minimum effect 2% of the split's E[T]",
+                unstable,
+                at_hat,
+                f"{_RECONSTRUCTED}, and this verdict hinges on it",
             )
-        note = (
-            f"mean field, best of Schemes 1/2 against the split optimised for λ̂ = "
-            f"{lam_hat:g}·capacity, at loads |ρ − λ̂| ≥ {WRONG_LOAD_GAP:g} (an unstable split "
-            f"is E[T] = ∞){at_hat}; {_RECONSTRUCTED}, and this verdict hinges on it"
+            if t
         )
-        control = (
-            "reverse comparison (the negation): the mis-tuned split significantly below the "
-            "schemes at every such load",
-            _on_exact(better(tuned, best, quantifier="all", labels=labels), tuned, best, labels),
+        near_what = (
+            "type-based SQ(d) with p ∝ γC in place of the schemes — stable at every load, "
+            "needs no load estimate either, the schemes' per-type SQ(d) without the choice "
+            "across types — same test (for 'can', at every load where the schemes win)"
         )
-        claims.append(
-            make_claim(
+        for quantifier, text, source in (
+            (
+                "any",
                 f"{name}: where the arrival rate cannot be estimated, Schemes 1/2 can give a "
-                f"lower mean response time than type-based SQ(d) with a split tuned for a wrong "
-                f"load (some load |ρ − λ̂| ≥ {WRONG_LOAD_GAP:g})",
-                _on_exact(
-                    better(best, tuned, quantifier="any", labels=labels), best, tuned, labels
-                ),
-                control=control,
-                details=note,
-            )
-        )
-        claims.append(
-            make_claim(
+                "lower mean response time than type-based SQ(d) with a split tuned for a wrong "
+                f"load (some load |ρ − λ̂| ≥ {WRONG_LOAD_GAP:g} where that split is stable, by "
+                "more than 2%)",
+                "paper",
+            ),
+            (
+                "all",
                 f"{name}: Schemes 1/2 give a lower mean response time than the mis-tuned split "
-                f"at every load |ρ − λ̂| ≥ {WRONG_LOAD_GAP:g} (stricter than the paper)",
-                _on_exact(
-                    better(best, tuned, quantifier="all", labels=labels), best, tuned, labels
-                ),
-                control=(
-                    "reverse comparison: the mis-tuned split significantly below the schemes "
-                    "at some such load",
-                    _on_exact(
-                        better(tuned, best, quantifier="any", labels=labels), tuned, best, labels
+                f"by more than 2% at every load |ρ − λ̂| ≥ {WRONG_LOAD_GAP:g} where it is stable "
+                "(stricter than the paper)",
+                "lbrepro",
+            ),
+        ):
+            verdict = _versus_split(rows, name, loads, ("scheme1", "scheme2"), quantifier)
+            control = _versus_split(rows, name, loads, ("typed",), quantifier)
+            if quantifier == "any":
+                # "Can outperform" credits the schemes where they win and the near miss does
+                # not: the near miss is judged at every load where the schemes' gap holds.
+                won = [rho for rho in loads if _gap(mf, rho) > AGREEMENT * _split(mf, rho)]
+                if won:
+                    control = _versus_split(rows, name, won, ("typed",), "all")
+            gaps = [
+                (mf[("typed", rho)] - min(mf[("scheme1", rho)], mf[("scheme2", rho)]))
+                / (AGREEMENT * mf[("typed-tuned", rho)])
+                for rho in loads
+            ]
+            claims.append(
+                make_claim(
+                    text,
+                    verdict,
+                    control=(near_what, control),
+                    distance=(
+                        f"p ∝ γC sits {min(gaps):.2g}–{max(gaps):.2g} minimum effects above the "
+                        "schemes at these loads"
                     ),
-                ),
-                source="lbrepro",
-                details=note,
+                    source=source,
+                    details=note,
+                    finding=FINDING_STABLE_SPLIT if verdict.outcome == NOT_REPRODUCED else None,
+                )
             )
-        )
-    claims.extend(_check_sojourn_sim(rows, cfg))
+    claims.extend(_check_offsets(rows, cfg))
     return claims
 
 
-def _sim_keys(rows: Rows) -> list[tuple[str, float]]:
-    """The (system, load) pairs that have a simulation, sorted."""
-    return sorted({(r["system"], r["rho"]) for r in select(rows, method="sim")})
-
-
-def _check_sojourn_sim(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
-    """Simulation: the schemes against the baselines, and the refined mean field at N."""
+def _check_offsets(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
+    """Finite N: the simulated offset from the mean field against the refined V/N."""
     sims = {
         (r["system"], r["policy"], r["rho"]): r
         for r in select(rows, method="sim", quantity="mean_sojourn")
     }
     if not sims:
         raise EmptyComparisonError("hetero-sojourn: no simulated point")
-    # The better scheme at each simulated load against every simulated baseline there.
-    a, b, labels = [], [], []
-    for name, rho in _sim_keys(rows):
-        schemes = [sims[(name, s, rho)] for s in ("scheme1", "scheme2") if (name, s, rho) in sims]
-        if not schemes:
-            continue
-        scheme = min(schemes, key=lambda r: r["value"])
-        for base in ("sqd", "typed", "random"):
-            if (name, base, rho) in sims:
-                a.append(estimate(scheme))
-                b.append(estimate(sims[(name, base, rho)]))
-                labels.append(f"{name} ρ = {rho:g} vs {POLICY_LABELS[base]}")
-    claims: list[Claim] = []
-    if a:
-        claims.append(
-            make_claim(
-                f"the better of Schemes 1/2 has a significantly lower simulated E[T] "
-                f"(N = {cfg['N']}) than every simulated baseline (whole-system SQ(d) where "
-                "stable, type-based SQ(d) with p ∝ γC, random ∝ capacity) at every simulated "
-                "load",
-                better(a, b, quantifier="all", labels=labels),
-                control=(
-                    "reverse comparison: some baseline significantly below the schemes",
-                    better(b, a, quantifier="any", labels=labels),
-                ),
-                source="lbrepro",
-                details="simulation, 95% CIs in quadrature, Bonferroni over the pairs",
-            )
-        )
-    # Finite N: the refined mean field u + V/N is the prediction at this N (no allowance).
-    ests, refs, ctrl, labels = [], [], [], []
-    grid = sorted(cfg["rho_grid"])
+    ests, refs, near, margins, labels, runs, dist = [], [], [], [], [], [], []
+    skipped: list[str] = []
     for (name, policy, rho), sim in sorted(sims.items()):
-        rmf = select(rows, method="rmf", quantity="mean_sojourn", system=name, policy=policy)
-        rmf = [r for r in rmf if r["rho"] == rho]
-        mf = {
-            r["rho"]: r["value"]
-            for r in select(rows, method="mf", quantity="mean_sojourn", system=name, policy=policy)
-        }
-        i = grid.index(rho)
-        neighbour = grid[i - 1] if i > 0 else grid[i + 1] if len(grid) > 1 else None
-        if not rmf or neighbour is None or mf.get(neighbour) is None:
+        if policy == "random":
+            continue  # independent M/M/1 queues: the mean field is exact at every N (V = 0)
+        limit = [
+            r.get("stability_limit")
+            for r in select(rows, method="mf", system=name, policy=policy)
+            if r.get("stability_limit")
+        ]
+        if limit and rho > HEAVY_TRAFFIC * limit[0]:
+            # Next to its stability limit (whole-system SQ(d) on H3 at 0.9 vs λ* = 0.905) the
+            # run mixes too slowly to converge and the 1/N expansion is not uniform.
+            skipped.append(f"{name} {POLICY_LABELS[policy]} ρ = {rho:g} (limit {limit[0]:.3g})")
             continue
+        key = {"system": name, "policy": policy}
+        rmf = [
+            r for r in select(rows, method="rmf", quantity="mean_sojourn", **key) if r["rho"] == rho
+        ]
+        nm = [
+            r
+            for r in select(rows, method="rmf", quantity="mean_sojourn_near_miss", **key)
+            if r["rho"] == rho
+        ]
+        if not rmf or not nm:
+            continue
+        m = agreement_margin(rmf[0]["value"])
         ests.append(estimate(sim))
         refs.append(rmf[0]["value"])
-        ctrl.append(mf[neighbour])
+        near.append(nm[0]["value"])
+        margins.append(m)
         labels.append(f"{name} {POLICY_LABELS[policy]} ρ = {rho:g}")
-    claims.append(
+        runs.append(str(sim.get("point", f"{name}-{policy}")))
+        dist.append(abs(nm[0]["value"] - rmf[0]["value"]) / m)
+    if not ests:
+        raise EmptyComparisonError("hetero-sojourn: no simulated point with a refined mean field")
+    return [
         make_claim(
-            f"finite-N: the refined mean field E[T] + V/N lies within the simulation's CI at "
-            f"N = {cfg['N']} at every simulated point",
-            within(ests, refs, labels=labels),
+            f"finite-N offset at N = {cfg['N']}: the simulated E[T]'s offset from the mean "
+            "field agrees with the refined mean field's V/N at every simulated point (margin "
+            "2% of E[T])",
+            agrees(ests, refs, margin=margins, labels=labels, what="E[T]_sim − (E[T] + V/N)"),
             control=(
-                "the mean field at the neighbouring grid load must be rejected by the same test",
-                within(ests, ctrl, labels=labels),
+                "the refined prediction at the slightly lower load ρ' where it is "
+                f"{NEAR_MISS_MARGINS:g} margins lower (a mis-estimated load), same test",
+                agrees(ests, near, margin=margins, labels=labels),
             ),
+            distance=f"{min(dist):.2g}–{max(dist):.2g} margins below the prediction",
             source="lbrepro",
-            details=f"{len(ests)} simulated (system, policy, load) points",
+            runs=runs,
+            details=(
+                f"{len(ests)} simulated (system, policy, load) points; random routing left "
+                "out (independent queues: no finite-N offset)"
+                + (
+                    f"; left out within {1 - HEAVY_TRAFFIC:.0%} of their stability limit: "
+                    + ", ".join(skipped)
+                    if skipped
+                    else ""
+                )
+            ),
         )
-    )
-    return claims
+    ]
 
 
 def plot(rows: Rows, cfg: Mapping[str, Any]):
@@ -381,5 +466,13 @@ ARTIFACT = Artifact(
         "Section 6's parameters are not in the seed: the systems H2 = γ (0.5, 0.5), C (1, 2); "
         "H2x = γ (0.8, 0.2), C (1, 10); H3 = γ (0.5, 0.3, 0.2), C (1, 2, 4), d = 2 per type, "
         "and λ̂ = 0.5·capacity for the tuned split are our choice.",
+        "'Lower mean response time' needs a minimum effect of 2% of the mis-tuned split's "
+        "E[T] (the default agreement margin), judged on the mean field at the loads where "
+        "that split is stable: an unstable split (E[T] = ∞) is beaten by any stable policy, so "
+        "it decides nothing. The near miss is type-based SQ(d) with p ∝ γC, the stable "
+        "estimate-free policy closest to the schemes: if it beats the split too, the verdict "
+        "cannot credit the schemes.",
+        "The finite-N offset is judged with the default margin, 2% of E[T]; its near miss is "
+        "the refined prediction at the load where it is 3 margins lower.",
     ),
 )

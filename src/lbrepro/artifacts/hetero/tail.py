@@ -18,12 +18,17 @@ from lbrepro.artifacts.hetero.configuration import (
     system_from_spec,
     validate_systems,
 )
+from lbrepro.artifacts.hetero.diagnostics import work_conservation
+from lbrepro.artifacts.hetero.estimates import busy_capacity_row
 from lbrepro.artifacts.hetero.policies import POLICY_LABELS
 from lbrepro.artifacts.hetero.tail_claims import (
+    GROWTH_FLOOR,
+    LINEAR_TOL,
     TAIL_MIN_SERVERS,
+    doubly_exponential,
+    gaussian_growth,
     linear_loglog,
-    log_ratios_fall,
-    tail_within,
+    tail_agrees,
 )
 from lbrepro.artifacts.registry import Artifact, Rows
 from lbrepro.core.claims import Claim, make_claim
@@ -40,7 +45,7 @@ def validate(cfg: Mapping[str, Any]) -> None:
 
 
 def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """One job per (system, policy); random routing is the geometric control."""
+    """One job per (system, scheme)."""
     return {
         f"{name}-{policy}": {
             "system": name,
@@ -55,8 +60,7 @@ def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
             "deep_levels": cfg["deep_levels"],
         }
         for name, spec in named_systems(cfg).items()
-        # Random routing ∝ capacity: the geometric tail of the doubly-exponential control.
-        for policy in ("scheme1", "scheme2", "random")
+        for policy in ("scheme1", "scheme2")
     }
 
 
@@ -68,9 +72,7 @@ def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
     mf = rmf.mean_field
     # The controls' prediction: the same expansion at the neighbouring load.
     near = model.refined(system, (p["rho"] - NEIGHBOUR_DRHO) * system.total_capacity, p["policy"])
-    deep = None
-    if p["policy"] != "random":  # its tail is geometric: no log-space solve needed
-        deep = model.log_tail(system, lam, p["policy"], levels=p["deep_levels"])
+    deep = model.log_tail(system, lam, p["policy"], levels=p["deep_levels"])
     sim = model.simulate(
         system,
         lam,
@@ -109,7 +111,7 @@ def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
                 | {"quantity": "u_neighbour", "k": k, "rho_neighbour": p["rho"] - NEIGHBOUR_DRHO}
                 | {"method": "rmf", "value": float(u + v / p["N"]), "N": p["N"]}
             )
-        for k, value in enumerate(deep.log_u[j] if deep is not None else ()):
+        for k, value in enumerate(deep.log_u[j]):
             rows.append(base | t | {"method": "mf", "quantity": "log_u", "k": k, "value": value})
         for k in range(min(len(sim.u[j]), p["kmax"] + 1)):
             rows.append(
@@ -125,69 +127,54 @@ def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
                     "N": sim.N,
                     "seed": seed.entropy,
                     "batches": sim.batches,
+                    "converged": sim.converged,
                 }
             )
+    rows.append(base | busy_capacity_row(sim, system, seed))
     return rows
 
 
-def _agreement_claim(
-    rows: Rows,
-    cfg: Mapping[str, Any],
-    name: str,
-    policy: str,
-    method: str,
-    claim: str,
-    control: str,
-    *,
-    source: str,
-    details: str,
-) -> Claim:
-    """One claim that the simulated tail lies within its CI of a prediction (``mf``/``rmf``).
-
-    Both agreement claims of the figure have this one shape: the same test against the
-    prediction at the neighbouring load is the control, which must fail.
-    """
-    return make_claim(
-        claim,
-        tail_within(rows, cfg, name, policy, method, "u"),
-        control=(control, tail_within(rows, cfg, name, policy, method, "u_neighbour")),
-        source=source,
-        details=details,
-    )
-
-
 def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
-    """Per system and scheme: the tail is doubly exponential (simulated, deep MF) and agrees."""
-    claims: list[Claim] = []
+    """Per system and scheme: the tail is doubly exponential (simulated, deep MF) and its
+    finite-N offset from the mean field is the refined one; work conservation per run."""
+    claims: list[Claim] = work_conservation(rows)
     rho = cfg["rho"]
     for name in named_systems(cfg):
-        geometric = log_ratios_fall(rows, cfg, name, "random")
         for policy in ("scheme1", "scheme2"):
             label = f"{name}, {POLICY_LABELS[policy]}"
+            run = [f"{name}-{policy}"]
+            growth, gaussian = doubly_exponential(rows, cfg, name, policy)
             claims.append(
                 make_claim(
                     f"{label}: every type's stationary tail decays doubly exponentially — "
-                    f"judged on the simulation (N = {cfg['N']}) at the levels it resolves: the "
-                    "log-ratio log(u_{n+1}/u_n) falls significantly with n",
-                    log_ratios_fall(rows, cfg, name, policy),
+                    f"judged on the simulation (N = {cfg['N']}) at the levels it resolves: "
+                    f"the log-ratios log(u_(n+1)/u_n) grow by a factor > {GROWTH_FLOOR:g} at "
+                    "every step",
+                    growth,
                     control=(
-                        f"random routing ∝ capacity (geometric tail ρ^n) simulated at the same "
-                        f"load ρ = {rho:g}, same statistic",
-                        geometric,
+                        "the nearest super-geometric tail that is not doubly exponential, "
+                        "exp(−an²) (any a): log-ratio growth (2n+3)/(2n+1) = 5/3, 7/5, … at "
+                        "steps n ≥ 1",
+                        gaussian,
                     ),
+                    distance=(
+                        f"its factors {gaussian_growth(1):.3g}, {gaussian_growth(2):.3g} sit "
+                        f"{GROWTH_FLOOR - gaussian_growth(1):.2g}–"
+                        f"{GROWTH_FLOOR - gaussian_growth(2):.2g} below the claim's floor "
+                        f"{GROWTH_FLOOR:g}: 2 control margins (half that distance)"
+                    ),
+                    runs=run,
                     details=(
                         f"levels held by ≥ {TAIL_MIN_SERVERS} servers of the type with a CI "
-                        "above 0; CIs of log u from the batch-means CIs; the mean field beside "
-                        "it in the figure"
+                        "above 0; a type is judged on ≥ 2 steps (one step never decides)"
                     ),
                 )
             )
-            types = sorted({r["type"] for r in select(rows, system=name, policy=policy)})
-            caps = {
-                j: select(rows, system=name, policy=policy, type=j)[0]["capacity"] for j in types
-            }
+            deep, gauss = {}, {}
+            u_rows = select(rows, quantity="u", system=name, policy=policy)
+            types = sorted({r["type"] for r in u_rows})
+            caps = {j: select(u_rows, type=j)[0]["capacity"] for j in types}
             c_min = min(caps.values())
-            deep, geo = {}, {}
             for j in types:
                 log_u = [
                     r["value"]
@@ -201,15 +188,20 @@ def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
                 period = 1 if policy == "scheme1" else math.ceil(caps[j] / c_min - 1e-9)
                 key = f"type {j + 1} (C = {caps[j]:g})"
                 deep[key] = (log_u, period)
-                geo[key] = ([n * math.log(rho) for n in range(len(log_u))], period)
+                gauss[key] = ([-(float(n) ** 2) for n in range(len(log_u))], period)
+            gv = linear_loglog(gauss)
             claims.append(
                 make_claim(
                     f"{label}: the mean-field equilibrium we solve has every type's tail doubly "
                     "exponential (log(−log u_n) asymptotically linear in n, deep levels)",
                     linear_loglog(deep),
                     control=(
-                        "the geometric tail ρ^n of random routing at the same load and levels",
-                        linear_loglog(geo),
+                        "the Gaussian tail exp(−n²) at the same levels, same test",
+                        gv,
+                    ),
+                    distance=(
+                        f"its window slopes differ by {float(gv.measured):.1%} at these levels: "
+                        f"{float(gv.measured) / LINEAR_TOL:.0f} tolerances ({LINEAR_TOL:.0%})"
                     ),
                     source="lbrepro",
                     details=(
@@ -219,39 +211,26 @@ def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
                     ),
                 )
             )
+            offset, _ = tail_agrees(rows, cfg, name, policy, "rmf", "u")
+            near, dist = tail_agrees(rows, cfg, name, policy, "rmf", "u_neighbour")
             claims.append(
-                _agreement_claim(
-                    rows,
-                    cfg,
-                    name,
-                    policy,
-                    "rmf",
-                    f"{label}: the stationary per-type tails converge to the mean field as "
-                    f"N → ∞ — the simulation (N = {cfg['N']}) lies within its CI of the "
-                    "refined mean field u + V/N at every resolved level",
-                    f"the refined mean field at the neighbouring load ρ = "
-                    f"{rho - NEIGHBOUR_DRHO:g}, same test",
-                    source="paper",
-                    details=(
-                        "u + V/N is the mean field's expansion at this N (O(1/N²) remainder), so "
-                        "no allowance; Bonferroni over the levels and types"
+                make_claim(
+                    f"{label}: finite-N offset at N = {cfg['N']}: the simulated tail's offset "
+                    "from the mean field, u_sim − u, agrees with the refined mean field's V/N "
+                    "at every resolved level (margin 2% of u, at least one server of the type)",
+                    offset,
+                    control=(
+                        f"the refined mean field at the neighbouring load ρ = "
+                        f"{rho - NEIGHBOUR_DRHO:g}, same test",
+                        near,
                     ),
-                )
-            )
-            claims.append(
-                _agreement_claim(
-                    rows,
-                    cfg,
-                    name,
-                    policy,
-                    "mf",
-                    f"finite-N: {label}: the simulation (N = {cfg['N']}) lies within its CI of "
-                    "the mean field itself (the N → ∞ limit) at every resolved level",
-                    f"the mean field at the neighbouring load ρ = {rho - NEIGHBOUR_DRHO:g}",
+                    distance=f"{min(dist):.2g}–{max(dist):.2g} margins from the prediction "
+                    "over the levels",
                     source="lbrepro",
+                    runs=run,
                     details=(
-                        "the paper claims the limit, not this N: an O(1/N) gap (V/N) is expected "
-                        "once the CI is narrower than it"
+                        "u_sim − u against V/N is u_sim against u + V/N (O(1/N²) remainder); "
+                        "the paper's N → ∞ claim is judged across N in hetero-accuracy"
                     ),
                 )
             )
@@ -264,7 +243,9 @@ def plot(rows: Rows, cfg: Mapping[str, Any]):
     fig, axes = new_figure(len(names), 3, width=10.5, height=2.9 * len(names))
     for row, name in zip(np.atleast_2d(axes), names, strict=True):
         for ax, policy in zip(row[:2], ("scheme1", "scheme2"), strict=True):
-            for j in sorted({r["type"] for r in select(rows, system=name, policy=policy)}):
+            for j in sorted(
+                {r["type"] for r in select(rows, quantity="u", system=name, policy=policy)}
+            ):
                 mf = [
                     r
                     for r in select(
@@ -290,19 +271,15 @@ def plot(rows: Rows, cfg: Mapping[str, Any]):
                     color=color(j),
                     **METHOD_STYLE["sim"] | {"label": f"type {j + 1}, sim (N = {cfg['N']})"},
                 )
-            # The control's geometric tail: random routing ∝ capacity, simulated (type 1).
-            geo = [
-                r
-                for r in select(rows, method="sim", quantity="u", system=name, policy="random")
-                if r["type"] == 0 and r["value"] > 0
-            ]
+            # For comparison, the geometric tail ρ^n of random routing ∝ capacity (exact: every
+            # server is an M/M/1 queue at load ρ).
+            ns = np.arange(cfg["kmax"] + 1)
             ax.plot(
-                [r["k"] for r in geo],
-                [math.log10(r["value"]) for r in geo],
+                ns,
+                ns * math.log10(cfg["rho"]),
                 color="0.55",
                 ls=":",
-                marker=".",
-                label="random ∝ capacity, sim (geometric)",
+                label="random ∝ capacity (geometric ρⁿ)",
             )
             ax.set(
                 xlabel="n (jobs)",
@@ -313,7 +290,9 @@ def plot(rows: Rows, cfg: Mapping[str, Any]):
             ax.legend(loc="lower left", fontsize=6)
         ax = row[2]
         for policy, ls in (("scheme1", "-"), ("scheme2", "--")):
-            for j in sorted({r["type"] for r in select(rows, system=name, policy=policy)}):
+            for j in sorted(
+                {r["type"] for r in select(rows, quantity="u", system=name, policy=policy)}
+            ):
                 deep = sorted(
                     select(rows, method="mf", quantity="log_u", system=name, policy=policy, type=j),
                     key=lambda r: r["k"],
@@ -343,10 +322,10 @@ ARTIFACT = Artifact(
     title="Per-type tails: Scheme 1 against Scheme 2",
     caption=(
         "log₁₀ of the fraction u⁽ʲ⁾ₙ of type-j servers with at least n jobs at ρ = 0.9: "
-        "mean field (dashed) and simulation with N servers (markers), with random routing "
-        "∝ capacity simulated at the same load (grey, geometric); right: the deep tail of the "
+        "mean field (dashed) and simulation with N servers (markers), with the geometric tail "
+        "ρⁿ of random routing ∝ capacity (grey); right: the deep tail of the "
         "log-space mean field. The claim checks judge the decay on the simulation at the "
-        "levels it resolves, against that geometric tail."
+        "levels it resolves, against a Gaussian tail exp(−an²) as the near miss."
     ),
     methods=("MF", "SIM"),
     points=points,
@@ -355,5 +334,16 @@ ARTIFACT = Artifact(
     check=check,
     plot=plot,
     validate=validate,
-    reconstructions=("Systems and load as in hetero-sojourn [reconstruction].",),
+    reconstructions=(
+        "Systems and load as in hetero-sojourn [reconstruction].",
+        "Doubly exponential decay on the simulation: a tail of order d has log-ratios "
+        "r_n = log(u_(n+1)/u_n) that grow by a factor ≈ d per level, so the claim needs a "
+        f"factor > {GROWTH_FLOOR:g} (d ≥ 2) at every step of every type resolved on ≥ 2 steps. "
+        "Its near miss is the closest super-geometric tail that is not doubly exponential, "
+        "exp(−an²), whose factors (2n+3)/(2n+1) fall to 1 (5/3 at n = 1); the control's "
+        "margin is half its distance to the floor. Any geometric tail (factor 1) fails too.",
+        "The finite-N offset u_sim − u is judged against V/N with the default margin, 2% of "
+        "u_k, at least one server of the type (1/(γ_jN)): the resolution of a fraction of "
+        "γ_jN servers.",
+    ),
 )

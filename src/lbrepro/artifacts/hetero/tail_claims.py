@@ -1,28 +1,30 @@
 """The statistics of the tail claims of ``hetero-tail``: which simulated levels are resolved,
-the doubly exponential tests (simulated log-ratios, deep mean-field log(−log u)) and the
-agreement of a simulated tail with a prediction."""
+the doubly exponential tests (growth of the simulated log-ratios, deep mean-field
+log(−log u)), their near miss (a Gaussian tail exp(−an²)), and the agreement of a simulated
+tail with a prediction."""
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-from lbrepro.artifacts.hetero.configuration import (
-    named_systems,
-)
+from lbrepro.artifacts.hetero.configuration import named_systems
 from lbrepro.artifacts.registry import Rows
 from lbrepro.core.io import select
-from lbrepro.core.stats import Estimate
+from lbrepro.core.stats import bonferroni_factor
 from lbrepro.core.verdicts import (
+    AGREEMENT,
+    Component,
     EmptyComparisonError,
     Verdict,
+    agreement_margin,
+    agrees,
+    decide,
     estimate,
-    trend,
-    within,
+    exact,
 )
 
 #: A tail level counts as resolved by the simulation when at least this many servers of the
@@ -30,8 +32,17 @@ from lbrepro.core.verdicts import (
 #: 1/N expansion is not uniform in n (at N = 1000 a u of 1e-6 gets a V/N larger than itself).
 TAIL_MIN_SERVERS = 10
 
+#: The doubly exponential claim's floor on the growth factor of the log-ratios: a tail of
+#: order d has log(u_{n+1}/u_n) ≈ d·log(u_n/u_{n−1}), d ≥ 2 (two samples at least).
+GROWTH_FLOOR = 2.0
 
-def _servers_holding(cfg: Mapping[str, Any], name: str, j: int) -> float:
+
+def gaussian_growth(n: int) -> float:
+    """The log-ratio growth factor of the near miss exp(−an²) at step n (any a): r_n ∝ 2n + 1."""
+    return (2 * n + 3) / (2 * n + 1)
+
+
+def _servers(cfg: Mapping[str, Any], name: str, j: int) -> float:
     """The number of type-j servers of a system at the simulated N."""
     return named_systems(cfg)[name]["gamma"][j] * cfg["N"]
 
@@ -48,79 +59,139 @@ def resolved_levels(rows: Rows, cfg: Mapping[str, Any], name: str, policy: str, 
             continue
         if r["ci_low"] is None or r["ci_low"] <= 0:
             break
-        if r["value"] * _servers_holding(cfg, name, j) < TAIL_MIN_SERVERS:
+        if r["value"] * _servers(cfg, name, j) < TAIL_MIN_SERVERS:
             break
         out.append(r)
     return out
 
 
-def _log_ratios(levels: Rows) -> tuple[list[int], list[Estimate]]:
-    """log(u_{k+1}/u_k), k = 0..K−1 (u_0 = 1 exactly), with half-widths from the log CIs.
+def _types(rows: Rows, name: str, policy: str) -> list[int]:
+    return sorted({r["type"] for r in select(rows, quantity="u", system=name, policy=policy)})
 
-    A doubly exponential tail has log-ratios that fall without bound; a geometric one (ρ^k)
-    has them constant at log ρ.
+
+def growth_factors(
+    rows: Rows, cfg: Mapping[str, Any], name: str, policy: str
+) -> tuple[list[tuple[str, int, float, float]], list[str], list[Any]]:
+    """Per judged type and step n: the growth factor f_n = r_{n+1}/r_n of the simulated
+    log-ratios r_n = log(u_{n+1}/u_n) (u_0 = 1 exactly) and its 95% half-width (unwidened).
+
+    The half-width is linear in the log-levels' half-widths (they share levels, so the worst
+    case, not quadrature). A type is judged only with two steps or more (three resolved
+    levels): one step never decides. Returns (label, n, f_n, half-width) rows, the types not
+    judged, and the estimates read.
     """
-    logs = [Estimate.exact(0.0)]
-    for r in levels:
-        lo, hi = math.log(r["ci_low"]), math.log(r["ci_high"])
-        logs.append(Estimate(math.log(r["value"]), lo, hi, (hi - lo) / 2, int(r["batches"])))
-    ks, ratios = [], []
-    for k, (e0, e1) in enumerate(itertools.pairwise(logs)):
-        mean = e1.mean - e0.mean
-        half = math.hypot(e0.half_width, e1.half_width)
-        ks.append(k)
-        ratios.append(Estimate(mean, mean - half, mean + half, half, max(e0.batches, e1.batches)))
-    return ks, ratios
-
-
-def _every_type(verdicts: dict[str, Verdict], skipped: list[str]) -> Verdict:
-    """Every judged type's verdict passes; none judged is an error, never a pass."""
-    if not verdicts:
-        raise EmptyComparisonError("no type has enough resolved levels to judge its tail")
-    note = "; ".join(
-        f"{k}: {'pass' if v.passed else 'FAIL'} ({v.details})" for k, v in verdicts.items()
-    )
-    if skipped:
-        note += "; not resolved at this N (< 3 resolved levels): " + ", ".join(skipped)
-    first = next(iter(verdicts.values()))
-    return Verdict(
-        passed=all(v.passed for v in verdicts.values()),
-        measured={k: v.measured for k, v in verdicts.items()},
-        expected=first.expected,
-        tolerance=first.tolerance,
-        details=note,
-    )
-
-
-def log_ratios_fall(rows: Rows, cfg: Mapping[str, Any], name: str, policy: str) -> Verdict:
-    """Per type: the simulated log-ratios log(u_{k+1}/u_k) decrease significantly (trend)."""
-    verdicts, skipped = {}, []
-    for j in sorted({r["type"] for r in select(rows, system=name, policy=policy)}):
-        ks, ratios = _log_ratios(resolved_levels(rows, cfg, name, policy, j))
-        if len(ratios) < 2:
-            skipped.append(f"type {j + 1}")
+    out, skipped, ests = [], [], []
+    for j in _types(rows, name, policy):
+        levels = resolved_levels(rows, cfg, name, policy, j)
+        logs, halves = [0.0], [0.0]
+        for r in levels:
+            lo, hi = math.log(r["ci_low"]), math.log(r["ci_high"])
+            logs.append(math.log(r["value"]))
+            halves.append((hi - lo) / 2)
+            ests.append(estimate(r))
+        ratios = np.diff(logs)
+        if len(ratios) < 3:
+            skipped.append(f"type {j + 1} ({len(levels)} resolved levels)")
             continue
-        verdicts[f"type {j + 1}"] = trend(ks, ratios, "decreasing")
-    return _every_type(verdicts, skipped)
+        for n in range(len(ratios) - 1):
+            a, b = ratios[n + 1], ratios[n]  # f = a/b = (L2 − L1)/(L1 − L0)
+            grad = (1 / b, -1 / b - a / b**2, a / b**2)
+            hs = (halves[n + 2], halves[n + 1], halves[n])
+            hw = sum(abs(g) * h for g, h in zip(grad, hs, strict=True))
+            out.append((f"type {j + 1}, step {n}", n, float(a / b), float(hw)))
+    return out, skipped, ests
 
 
-def tail_within(
+def _widen(ests: list[Any], m: int) -> float:
+    """Bonferroni widening over m components (Student t with the fewest batches)."""
+    dofs = [e.batches for e in ests if e.batches and e.batches >= 2]
+    return bonferroni_factor(min(dofs), m) if m > 1 and dofs else 1.0
+
+
+def doubly_exponential(
+    rows: Rows, cfg: Mapping[str, Any], name: str, policy: str
+) -> tuple[Verdict, Verdict]:
+    """The claim (every judged step's growth factor > GROWTH_FLOOR) and its near miss (the
+    factors agree with a Gaussian tail's (2n+3)/(2n+1), within half their distance to the
+    floor, at every step n ≥ 1 where that factor is below the floor)."""
+    steps, skipped, ests = growth_factors(rows, cfg, name, policy)
+    note = "; not judged (< 3 resolved levels): " + ", ".join(skipped) if skipped else ""
+    expected = f"every step's log-ratio growth factor > {GROWTH_FLOOR:g} (types with ≥ 2 steps)"
+    if not steps:
+        unresolved = [
+            Component(
+                "no type has 3 resolved levels at this N (u_3 held by ≥ 10 servers needs a "
+                "larger N)",
+                0.0,
+                math.inf,
+                GROWTH_FLOOR,
+                resolved=False,
+            )
+        ]
+        v = decide(unresolved, expected=expected, tolerance="—", details=note.lstrip("; "))
+        return v, v
+    w = _widen(ests, len(steps))
+    comps = [Component(lab, f, w * h, GROWTH_FLOOR, "above") for lab, _, f, h in steps]
+    claim = decide(
+        comps,
+        expected=expected,
+        tolerance=f"floor {GROWTH_FLOOR:g}; 95% CIs Bonferroni ×{w:.3f} over {len(steps)}",
+        margin=GROWTH_FLOOR,
+        details=note.lstrip("; "),
+        estimates=ests,
+    )
+    near = [(lab, n, f, h) for lab, n, f, h in steps if n >= 1]
+    if not near:
+        near_comps = [Component("no step n ≥ 1", 0.0, math.inf, 0.0, resolved=False)]
+    else:
+        wn = _widen(ests, 2 * len(near))
+        near_comps = []
+        for lab, n, f, h in near:
+            g = gaussian_growth(n)
+            m = (GROWTH_FLOOR - g) / 2
+            near_comps.append(Component(f"{lab} (δ > −m)", f - g, wn * h, -m, "above"))
+            near_comps.append(Component(f"{lab} (δ < m)", f - g, wn * h, m, "below"))
+    control = decide(
+        near_comps,
+        expected="growth factor − the Gaussian's (2n+3)/(2n+1) within ±(floor − it)/2, "
+        "every step n ≥ 1",
+        tolerance="half the distance to the claim's floor",
+        estimates=ests,
+    )
+    return claim, control
+
+
+def tail_margin(reference: float, servers: float) -> float:
+    """The agreement margin of one level u_k: 2% of it, at least one server of the type."""
+    return agreement_margin(reference, relative=AGREEMENT, floor=1.0 / servers)
+
+
+def tail_agrees(
     rows: Rows, cfg: Mapping[str, Any], name: str, policy: str, method: str, quantity: str
-) -> Verdict:
-    """The simulated u^{(j)}_k within their CIs of a prediction, over every resolved level."""
-    ests, refs, labels = [], [], []
-    for j in sorted({r["type"] for r in select(rows, system=name, policy=policy)}):
-        pred = {
-            r["k"]: r["value"]
-            for r in select(rows, method=method, quantity=quantity, system=name, policy=policy)
-            if r["type"] == j
-        }
+) -> tuple[Verdict, list[float]]:
+    """The simulated u⁽ʲ⁾_k against a prediction at every resolved level (equivalence), and
+    the prediction's distance in margins from the claim's (``method`` ``u`` rows) per level."""
+    ests, refs, margins, labels, dist = [], [], [], [], []
+    for j in _types(rows, name, policy):
+        mine, claim = (
+            {
+                r["k"]: r["value"]
+                for r in select(rows, method=method, quantity=q, system=name, policy=policy)
+                if r["type"] == j
+            }
+            for q in (quantity, "u")
+        )
         for r in resolved_levels(rows, cfg, name, policy, j):
-            if r["k"] in pred:
+            if r["k"] in mine:
+                m = tail_margin(claim[r["k"]], _servers(cfg, name, j))
                 ests.append(estimate(r))
-                refs.append(pred[r["k"]])
+                refs.append(mine[r["k"]])
+                margins.append(m)
                 labels.append(f"type {j + 1}, n = {r['k']}")
-    return within(ests, refs, labels=labels)
+                dist.append(abs(mine[r["k"]] - claim[r["k"]]) / m)
+    if not ests:
+        raise EmptyComparisonError(f"{name}, {policy}: no resolved simulated level")
+    return agrees(ests, refs, margin=margins, labels=labels, what="u_sim − u_pred"), dist
 
 
 def _window_slopes(log_u: list[float], period: int) -> tuple[float, float]:
@@ -135,19 +206,27 @@ def _window_slopes(log_u: list[float], period: int) -> tuple[float, float]:
     return float((y[-1] - y[-1 - w]) / w), float((y[-1 - w] - y[-1 - 2 * w]) / w)
 
 
+#: Relative tolerance of the deep-tail linearity test (exact mean-field values).
+LINEAR_TOL = 0.01
+
+
 def linear_loglog(series: dict[str, tuple[list[float], int]]) -> Verdict:
-    """log(−log u_n) asymptotically linear: equal positive slopes over the last two windows."""
-    slopes, flat = {}, True
+    """log(−log u_n) asymptotically linear: equal positive slopes (> 0.1, within 1%) over the
+    last two windows, every type (exact mean-field values, decided outright)."""
+    slopes, flat, worst = {}, True, 0.0
     for key, (log_u, period) in series.items():
         last, before = _window_slopes(log_u, period)
-        slopes[key] = [round(before, 4), round(last, 4)]
-        flat &= last > 0.1 and abs(last - before) <= 0.01 * last
+        slopes[key] = (round(before, 4), round(last, 4))
+        rel = abs(last - before) / abs(last) if last else math.inf
+        worst = max(worst, rel)
+        flat &= last > 0.1 and rel <= LINEAR_TOL
     if not slopes:
         raise EmptyComparisonError("no deep tail to judge")
-    return Verdict(
-        passed=bool(flat),
-        measured=slopes,
-        expected="equal positive slopes (> 0.1) over the last two windows",
-        tolerance="1% relative",
-        details="slope = mean increment of log(−log u_n) per level over 3 periods",
+    return exact(
+        bool(flat),
+        round(min(worst, 1e6), 6),
+        "equal positive slopes (> 0.1) over the last two windows",
+        f"{LINEAR_TOL:.0%} relative",
+        "largest relative slope change; slopes (before, last) per type: "
+        + ", ".join(f"{k}: {v}" for k, v in slopes.items()),
     )
