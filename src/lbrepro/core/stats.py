@@ -179,20 +179,11 @@ def batch_means_ci(
         sd = sd * np.sqrt(_ar1_inflation(spread, ar1_min))
     quantile = t_quantile(0.5 + level / 2.0, K - 1)
     half = quantile * sd / np.sqrt(B)
-    if rare and lower is not None and upper is not None:
-        # A fraction seen in fewer than RARE_MIN groups: at least the rule-of-three bound.
-        seen = (spread > lower).sum(axis=0)
-        bound = lower + np.where(
-            seen > 0,
-            (mean - lower) * rare_factor(seen, (1 - level) / 2),
-            (upper - lower) * rare_upper(seen, K, (1 - level) / 2),
-        )
-        # One-sided: the low end is the range's (a few visits cannot bound it away from it).
-        half = np.where(
-            seen < RARE_MIN, np.maximum(np.maximum(half, bound - mean), mean - lower), half
-        )
     low = mean - half
     high = mean + half
+    if rare and lower is not None and upper is not None:
+        low, high = _rare_interval(mean, low, high, half / quantile, spread, lower, upper, level)
+        half = np.maximum(high - mean, mean - low)
     if lower is not None:
         low = np.maximum(low, lower)
         high = np.maximum(high, lower)
@@ -221,6 +212,54 @@ def rare_upper(seen: np.ndarray | int, n: int, alpha: float = RARE_ALPHA) -> np.
 
     k = np.asarray(seen, dtype=float)
     return np.where(k >= n, 1.0, betaincinv(k + 1.0, np.maximum(n - k, 1e-300), 1.0 - alpha))
+
+
+def _rare_interval(
+    mean: np.ndarray,
+    low: np.ndarray,
+    high: np.ndarray,
+    se: np.ndarray,
+    spread: np.ndarray,
+    lower: float,
+    upper: float,
+    level: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The interval of a fraction that may be rare (see :func:`batch_means_ci`'s ``rare``).
+
+    A small fraction is a sum of few excursions: its batch means are skewed and a symmetric t
+    interval misses high (M/M/1 at ρ = 0.5, P(Q ≥ 8) = 0.0039 from 135 batches: 82% covered,
+    with this rule 91.5%). Its *effective count* k = ((mean − lower)/se)² is the number of
+    independent Poisson events with the same relative precision; the interval is widened to
+    contain Garwood's Poisson interval, standardised, for the skewness of k/2 excursions and
+    scaled by the measured se (for large k it is the normal one). Seen in fewer than :data:`RARE_MIN` groups it is one-sided from
+    ``lower``, up to the bound of :func:`rare_factor` (seen a few times) or the rule of three
+    of :func:`rare_upper` (never seen).
+    """
+    a = (1.0 - level) / 2.0
+    K = spread.shape[0]
+    excess = np.maximum(mean - lower, 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        k = np.where(se > 0, (excess / np.where(se > 0, se, 1.0)) ** 2, np.inf)
+    ok = np.isfinite(k) & (k > 0)
+    # Garwood's limits for c = k/2 events, standardised, scaled by the measured se: a sum of
+    # Λ exponential-size excursions has k = Λ/2 and skewness 2.1/√Λ = 1.5/√k, about that of
+    # Poisson(k/2) (1.41/√k), while its relative variance is that of Poisson(k).
+    c = np.where(ok, np.clip(k / 2.0, 1e-9, 1e12), 1.0)
+    up = chdtri(2.0 * c + 2.0, a) / (2.0 * c) - 1.0
+    down = 1.0 - chdtri(2.0 * c, 1.0 - a) / (2.0 * c)
+    g_high = lower + excess * (1.0 + up / math.sqrt(2.0))
+    g_low = lower + excess * (1.0 - down / math.sqrt(2.0))
+    low = np.where(ok, np.minimum(low, g_low), low)
+    high = np.where(ok, np.maximum(high, g_high), high)
+    seen = (spread > lower).sum(axis=0)
+    bound = lower + np.where(
+        seen > 0,
+        excess * rare_factor(seen, a),
+        (upper - lower) * rare_upper(seen, K, a),
+    )
+    few = seen < RARE_MIN
+    # One-sided: a few visits cannot bound the fraction away from the range's end.
+    return np.where(few, lower, low), np.where(few, np.maximum(high, bound), high)
 
 
 def rare_factor(seen: np.ndarray | int, alpha: float = RARE_ALPHA) -> np.ndarray:
