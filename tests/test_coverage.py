@@ -25,6 +25,7 @@ from lbrepro.core.stats import (
     mser5,
     rare_factor,
     rare_upper,
+    unobserved_upper,
     von_neumann,
 )
 from lbrepro.sim import occupancy
@@ -133,7 +134,7 @@ def test_a_fraction_never_or_rarely_observed_gets_an_interval_that_covers():
     assert float(est.half_width[0]) > 0
     # Without rare=True (a quantity exact by construction) the width stays zero.
     assert batch_means_ci(never, lower=0.0, upper=1.0).high[0] == 0.0
-    assert est.high[0] == pytest.approx(float(rare_upper(0, 20)))
+    assert est.high[0] == pytest.approx(float(rare_upper(0, 20))) == unobserved_upper(20)
     # Seen in 2 of 20 batches: one-sided, up to rare_factor(2) times the estimate.
     seen = never.copy()
     seen[[3, 11], 0] = [2e-4, 1e-4]

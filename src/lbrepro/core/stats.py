@@ -60,6 +60,7 @@ __all__ = [
     "rare_factor",
     "rare_upper",
     "t_quantile",
+    "unobserved_upper",
     "von_neumann",
 ]
 
@@ -261,6 +262,13 @@ def _rare_interval(
     few = seen < RARE_MIN
     # One-sided: a few visits cannot bound the fraction away from the range's end.
     return np.where(few, lower, low), np.where(few, np.maximum(high, bound), high)
+
+
+def unobserved_upper(batches: int, level: float = 0.95) -> float:
+    """The upper end of the interval [0, ·] of a fraction a run never observed (a tail level
+    beyond the deepest one reached): the rule of three over its ``batches`` (as the
+    simulators' ``rare`` intervals), so a padded level is never the degenerate [0, 0]."""
+    return float(rare_upper(0, int(batches), (1.0 - level) / 2.0))
 
 
 def rare_factor(seen: np.ndarray | int, alpha: float = RARE_ALPHA) -> np.ndarray:
