@@ -1,30 +1,44 @@
-"""Coverage of the simulators' 95% confidence intervals on known answers.
+"""Coverage of the simulators' confidence intervals on known answers, at the levels in use.
 
 Usage, from the repository root with the virtual environment active::
 
     nice python bench/bench_coverage.py               # >= 200 replications per case
     nice python bench/bench_coverage.py --reps 20     # a quick look (not a measurement)
 
-Every case simulates a system whose stationary mean number of jobs per server is known,
-``--reps`` times with independent seeds (streams (SEED, case, replication) of
-``lbrepro.core.rng.stream``), through the same path the pipeline uses (``models.supermarket
-.simulate``: sampled fixed-point start, micro-batches, MSER-5 warm-up, von Neumann batching,
-AR(1)-corrected Student-t interval, sequential doubling while the batch means stay
-correlated). Cases:
+Every case simulates a system whose stationary means are known, ``--reps`` times with
+independent seeds (streams (SEED, case, replication) of ``lbrepro.core.rng.stream``), through
+the path the pipeline uses (sampled fixed-point start, micro-batches, MSER-5 warm-up, von
+Neumann batching, AR(1)-corrected Student-t interval, sequential doubling while the batch
+means stay correlated, then the wider interval of few large batches of
+``lbrepro.core.stats.fallback_batching``, flagged not converged). Each interval is
+checked as the verdicts use it (``lbrepro.core.verdicts``): its half-width (the unclipped side)
+times the Bonferroni widening ``bonferroni_factor(batches, m)`` for a family of m comparisons,
+at three levels: nominal 95% (m = 1), ×1.3 (m = 4.6, per-interval level 98.9%) and ×2
+(m = 564, per-interval level 99.991%; the widening is ×1.3 and ×2 for many batches, more for
+few). Cases:
 
-* ``mm1-rho0.5``, ``mm1-rho0.9``, ``mm1-rho0.99``: d = 1 is N independent M/M/1 queues,
-  E[jobs per server] = ρ/(1 − ρ) exactly (N = 1);
-* ``jsq2-N2-rho0.7``: JSQ on N = 2 servers (d = 2 without replacement), against the
-  stationary law of the labelled two-queue CTMC truncated at 80 jobs per queue, solved
-  exactly with scipy (truncated mass < 1e-11);
-* ``sq2-N100-rho0.8``: SQ(2) at N = 100 against the refined mean field u + V/N (error
-  O(1/N²), ~1e-4, well inside the intervals' ~1e-2 half-widths).
+* ``mm1-rho0.5`` (with tail fractions u_k = ρ^k down to rarely observed levels),
+  ``mm1-rho0.9``: d = 1, N = 1 is an M/M/1 queue, E[jobs] = ρ/(1 − ρ) exactly;
+* ``mm1-rho0.99``: the same at heavy load, on a horizon of ~25 relaxation times: slow mixing;
+* ``jsq2-N2-rho0.7``: JSQ on N = 2 servers against the exact CTMC (truncated at 80 jobs);
+* ``sq2-N100-rho0.8``: SQ(2) at N = 100 against the refined mean field u + V/N (O(1/N²));
+* ``sm-d1-rho0.9-N200-quick``: supermarket-tail's d = 1, ρ = 0.9 point of the quick profile
+  (N = 200 independent M/M/1 queues, horizon 4000, 10 batches, one doubling): E[jobs] = 9,
+  u_k = ρ^k; the issue's "converged: false" case (slow mixing);
+* ``sm-d1-rho0.99-N20``: d = 1 at ρ = 0.99, N = 20, horizon 2·10⁴: slower still;
+* ``lomax1.5-d2-rho0.7``: general service, Lomax α = 1.5 (infinite variance: long-range
+  dependent queue lengths), d = 2, N = 100: u₁ = ρ exactly by work conservation, one run
+  (no doubling) as general-tail makes it.
 
-For each case the table gives the coverage (fraction of intervals containing the exact
-value) with its Wilson 95% interval, the mean half-width, the mean warm-up used, the mean
-number of batches, the fraction of runs whose batching converged and the mean horizon run.
-The nominal 95% intervals must cover in >= 92% of replications. The table is printed and
-written to ``src/lbrepro/report/coverage.json`` with the commit, date and command.
+For each case and quantity the table gives the coverage at each level, over the runs flagged
+converged (the only ones verdicts decide on) and over all runs (the not-converged ones with
+their fallback interval), with Wilson 95% intervals, the mean half-width, warm-up, batches
+and horizon, and how many runs ended not converged (took the fallback). The converged runs'
+nominal coverage must be >= 92% (where there are >= 50 of them) and each level's misses
+consistent with its nominal level (at most the binomial count's 99th percentile). The table
+is printed and written to ``src/lbrepro/report/coverage.json`` with the commit, date and
+command; ``--case`` runs a subset and ``--merge`` adds its cases to an existing record (two
+processes, one record).
 """
 
 from __future__ import annotations
@@ -35,6 +49,7 @@ import math
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -42,14 +57,34 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
+from scipy.stats import binom
 
 from lbrepro.core.rng import stream
-from lbrepro.models import supermarket
+from lbrepro.core.stats import bonferroni_factor
+from lbrepro.models import service, supermarket
+from lbrepro.sim import runlength
+from lbrepro.sim.general_service import simulate_general
+from lbrepro.sim.runlength import event_budget
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "src" / "lbrepro" / "report" / "coverage.json"
 SEED = 20261201
 REQUIRED = 0.92
+#: What is known about a case that fails, shown beside it in the record (a failure stays one).
+KNOWN = {
+    "mm1-rho0.99": "runs of ~100 relaxation times: the third of them whose batch means pass "
+    "the von Neumann test are those whose path happened to be calm, with an underestimated "
+    "variance (49/69 covered); the not-converged two thirds' fallback covers 127/131. At 16x "
+    "the horizon (the record of accff6c) 98.5% converged and 94.5% covered: such a point needs "
+    "a run long enough that nearly every replication converges.",
+    "mm1-rho0.5": "the mean, u_1 and u_4 cover at every level; tail fractions of a single "
+    "queue seen through a few dozen excursions (u_8 = 0.0039, effective count ~6) cover 91.5% "
+    "nominal with the effective-count interval (82% with the symmetric t) and miss 3-10 of "
+    "43-200 at x2 (u_8 to u_14, widened symmetrically as the verdicts do): rare levels' "
+    "widened intervals are too short; rarer levels are often not reported at all.",
+}
+#: The levels checked: name, family size m, per-interval nominal level 1 − 0.05/m.
+LEVELS = (("nominal", 1.0), ("x1.3", 4.6), ("x2", 564.0))
 
 
 def jsq_two_queues(lam: float, cap: int = 80) -> float:
@@ -93,79 +128,235 @@ def jsq_two_queues(lam: float, cap: int = 80) -> float:
     return float((pi.reshape(L, L) * grid).sum() / 2.0)
 
 
+Quantity = tuple[str, float, Callable[[Any], tuple[float, float, float]]]
+
+
+def _mean_jobs(sim: Any) -> tuple[float, float, float]:
+    return sim.mean_jobs, *sim.mean_jobs_ci
+
+
+def _u(k: int) -> Callable[[Any], tuple[float, float, float]]:
+    """The tail fraction u_k (servers with >= k jobs) of a run; NaN when not reported."""
+
+    def get(sim: Any) -> tuple[float, float, float]:
+        u, lo, hi = (
+            (sim.u_all, sim.u_all_ci_low, sim.u_all_ci_high)
+            if hasattr(sim, "u_all")
+            else (sim.u, sim.u_ci_low, sim.u_ci_high)
+        )
+        if k >= len(u):
+            return math.nan, math.nan, math.nan
+        return float(u[k]), float(lo[k]), float(hi[k])
+
+    return get
+
+
+def _supermarket(**kw: Any) -> Callable[[Any], Any]:
+    return lambda seed: supermarket.simulate(seed=seed, **kw)
+
+
+def _general(spec: str, **kw: Any) -> Callable[[Any], Any]:
+    dist = service.parse(spec)
+    return lambda seed: simulate_general(dist=dist, seed=seed, **kw)
+
+
 def cases() -> list[dict[str, Any]]:
-    """The coverage cases: systems with exactly known means and their run lengths."""
+    """The coverage cases: systems with exactly known means, their runs and quantities."""
     rmf = supermarket.refined(0.8, 2)
+    mm1 = lambda rho: [("mean_jobs", rho / (1 - rho), _mean_jobs)]  # noqa: E731
+    tails = lambda rho, ks: [(f"u{k}", rho**k, _u(k)) for k in ks]  # noqa: E731
     return [
         # horizon: the configured run; the method may discard more warm-up and double it.
-        {"case": "mm1-rho0.5", "lam": 0.5, "d": 1, "N": 1, "horizon": 2.0e4, "warmup": 100.0,
-         "exact": 0.5 / 0.5, "reference": "rho/(1-rho)"},
-        {"case": "mm1-rho0.9", "lam": 0.9, "d": 1, "N": 1, "horizon": 2.0e5, "warmup": 500.0,
-         "exact": 0.9 / 0.1, "reference": "rho/(1-rho)"},
-        {"case": "mm1-rho0.99", "lam": 0.99, "d": 1, "N": 1, "horizon": 1.6e7, "warmup": 5000.0,
-         "exact": 0.99 / 0.01, "reference": "rho/(1-rho)"},
-        {"case": "jsq2-N2-rho0.7", "lam": 0.7, "d": 2, "N": 2, "replace": False,
-         "horizon": 2.0e4, "warmup": 100.0, "exact": jsq_two_queues(0.7),
-         "reference": "exact CTMC (truncated at 80 jobs per queue)"},
-        {"case": "sq2-N100-rho0.8", "lam": 0.8, "d": 2, "N": 100, "horizon": 2.0e3,
-         "warmup": 100.0, "exact": rmf.mean_jobs + rmf.mean_jobs_coefficient / 100,
-         "reference": "refined mean field u + V/N"},
+        {"case": "mm1-rho0.5", "reference": "rho/(1-rho), u_k = rho^k",
+         "run": _supermarket(lam=0.5, d=1, N=1, horizon=2.0e4, warmup=100.0),
+         "quantities": mm1(0.5) + tails(0.5, (1, 4, 8, 10, 12, 13, 14))},
+        {"case": "mm1-rho0.9", "reference": "rho/(1-rho)",
+         "run": _supermarket(lam=0.9, d=1, N=1, horizon=2.0e5, warmup=500.0),
+         "quantities": mm1(0.9)},
+        {"case": "mm1-rho0.99", "reference": "rho/(1-rho)", "slow": True,
+         "run": _supermarket(lam=0.99, d=1, N=1, horizon=1.0e6, warmup=5000.0),
+         "quantities": mm1(0.99)},
+        {"case": "jsq2-N2-rho0.7", "reference": "exact CTMC (truncated at 80 jobs per queue)",
+         "run": _supermarket(lam=0.7, d=2, N=2, horizon=2.0e4, warmup=100.0, replace=False),
+         "quantities": [("mean_jobs", jsq_two_queues(0.7), _mean_jobs)]},
+        {"case": "sq2-N100-rho0.8", "reference": "refined mean field u + V/N",
+         "run": _supermarket(lam=0.8, d=2, N=100, horizon=2.0e3, warmup=100.0),
+         "quantities": [("mean_jobs", rmf.mean_jobs + rmf.mean_jobs_coefficient / 100,
+                         _mean_jobs)]},
+        {"case": "sm-d1-rho0.9-N200-quick", "reference": "rho/(1-rho), u_k = rho^k",
+         "slow": True, "extend": 1,
+         "run": _supermarket(lam=0.9, d=1, N=200, horizon=4000.0, warmup=400.0, batches=10),
+         "quantities": mm1(0.9) + tails(0.9, (2, 6, 12))},
+        {"case": "sm-d1-rho0.99-N20", "reference": "rho/(1-rho)", "slow": True,
+         "run": _supermarket(lam=0.99, d=1, N=20, horizon=2.0e4, warmup=1000.0),
+         "quantities": mm1(0.99)},
+        {"case": "lomax1.5-d2-rho0.7", "reference": "u_1 = rho (work conservation)",
+         "slow": True, "extend": 0,
+         "run": _general("lomax:1.5", lam=0.7, d=2, N=100, horizon=2000.0, warmup=200.0),
+         "quantities": [("u1", 0.7, _u(1))]},
     ]  # fmt: skip
 
 
 def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
     """Wilson score interval of a proportion k/n (the coverage's own uncertainty)."""
+    if n == 0:
+        return math.nan, math.nan
     p = k / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
     return centre - half, centre + half
 
 
+def allowed_misses(n: int, m: float) -> int:
+    """The most misses of n intervals at per-interval level 1 − 0.05/m that are not evidence
+    of under-coverage (the binomial's 99th percentile)."""
+    return int(binom.ppf(0.99, n, 0.05 / m))
+
+
+class _Fallbacks:
+    """Counts the runs that took the fallback interval and their batches' lag-1 correlation
+    (a wrapper of runlength.fallback_batching: the results are unchanged)."""
+
+    def __init__(self) -> None:
+        self.real = runlength.fallback_batching
+        self.lag1: list[float] = []
+
+    def __call__(self, main: Any, batching: Any, **kw: Any) -> Any:
+        b = self.real(main, batching, **kw)
+        self.lag1.append(b.lag1)
+        return b
+
+
+def _coverage(hits: list[bool]) -> dict[str, Any]:
+    k, n = int(np.sum(hits)), len(hits)
+    return {"n": n, "covered": k, "coverage": k / n if n else None, "wilson95": wilson(k, n)}
+
+
 def run_case(c: dict[str, Any], reps: int) -> dict[str, Any]:
-    """Replicate one case and measure how often its interval covers the exact value."""
-    hits, half, warm, batches, conv, horizon, values = [], [], [], [], [], [], []
+    """Replicate one case and measure how often its intervals cover the exact values."""
+    per_q: dict[str, dict[str, list]] = {
+        q[0]: {"hit": [], "conv": [], "half": [], "value": [], "missing": []}
+        for q in c["quantities"]
+    }
+    warm, batches, conv, horizon, fallback = [], [], [], [], []
     start = time.process_time()
-    for r in range(reps):
-        sim = supermarket.simulate(
-            lam=c["lam"],
-            d=c["d"],
-            N=c["N"],
-            horizon=c["horizon"],
-            warmup=c["warmup"],
-            seed=stream(SEED, c["case"], r),
-            replace=c.get("replace", True),
+    spy = _Fallbacks()
+    runlength.fallback_batching = spy
+    try:
+        with event_budget(None, c.get("extend")):
+            for r in range(reps):
+                n_before = len(spy.lag1)
+                sim = c["run"](stream(SEED, c["case"], r))
+                fallback.append(len(spy.lag1) > n_before)
+                warm.append(sim.warmup_used)
+                batches.append(sim.batches)
+                conv.append(bool(sim.converged))
+                horizon.append(sim.horizon)
+                for name, exact, get in c["quantities"]:
+                    mean, lo, hi = get(sim)
+                    rec = per_q[name]
+                    if math.isnan(lo):
+                        rec["missing"].append(True)
+                        continue
+                    half = max(hi - mean, mean - lo)
+                    rec["hit"].append(
+                        [
+                            abs(mean - exact) <= bonferroni_factor(sim.batches, m) * half
+                            for _, m in LEVELS
+                        ]
+                    )
+                    rec["conv"].append(bool(sim.converged))
+                    rec["half"].append(half)
+                    rec["value"].append(mean)
+    finally:
+        runlength.fallback_batching = spy.real
+    quantities = []
+    ok = True
+    for name, exact, _ in c["quantities"]:
+        rec = per_q[name]
+        hits = np.array(rec["hit"], dtype=bool).reshape(-1, len(LEVELS))
+        cmask = np.array(rec["conv"], dtype=bool)
+        levels = {}
+        for i, (label, m) in enumerate(LEVELS):
+            every = _coverage(list(hits[:, i]))
+            trusted = _coverage(list(hits[cmask, i]))
+            misses = trusted["n"] - trusted["covered"]
+            # The >= 92% floor where the count can show it (50 runs); misses always.
+            need = REQUIRED if m == 1 and trusted["n"] >= 50 else None
+            passed = trusted["n"] == 0 or (
+                (misses <= allowed_misses(trusted["n"], m))
+                and (need is None or trusted["coverage"] >= need)
+            )
+            ok &= passed
+            levels[label] = {
+                "family_size": m,
+                "per_interval_level": 1 - 0.05 / m,
+                "all_runs": every,
+                "converged_runs": trusted,
+                "allowed_misses": allowed_misses(trusted["n"], m),
+                "pass": passed,
+            }
+        quantities.append(
+            {
+                "quantity": name,
+                "exact": exact,
+                "reported": len(rec["hit"]),
+                "not_reported": len(rec["missing"]),
+                "mean_estimate": float(np.mean(rec["value"])) if rec["value"] else None,
+                "mean_half_width": float(np.mean(rec["half"])) if rec["half"] else None,
+                "levels": levels,
+            }
         )
-        lo, hi = sim.mean_jobs_ci
-        hits.append(lo <= c["exact"] <= hi)
-        half.append((hi - lo) / 2)
-        warm.append(sim.warmup_used)
-        batches.append(sim.batches)
-        conv.append(sim.converged)
-        horizon.append(sim.horizon)
-        values.append(sim.mean_jobs)
-    k = int(np.sum(hits))
-    lo, hi = wilson(k, reps)
+    main_q = quantities[0]["levels"]["nominal"]
     return {
         "case": c["case"],
         "reference": c["reference"],
-        "exact": c["exact"],
-        "lam": c["lam"],
-        "d": c["d"],
-        "N": c["N"],
-        "horizon_configured": c["horizon"],
-        "warmup_min": c["warmup"],
+        "slow_mixing": bool(c.get("slow", False)),
+        "extend": c.get("extend", runlength.DEFAULT_EXTEND),
         "replications": reps,
-        "coverage": k / reps,
-        "coverage_wilson95": [lo, hi],
-        "mean_estimate": float(np.mean(values)),
-        "mean_half_width": float(np.mean(half)),
+        # The first quantity's figures in the old layout (render.coverage_table reads these).
+        "coverage": main_q["converged_runs"]["coverage"],
+        "coverage_wilson95": main_q["converged_runs"]["wilson95"],
+        "coverage_all_runs": main_q["all_runs"]["coverage"],
+        "coverage_x1.3": quantities[0]["levels"]["x1.3"]["converged_runs"]["coverage"],
+        "coverage_x2": quantities[0]["levels"]["x2"]["converged_runs"]["coverage"],
+        "exact": quantities[0]["exact"],
+        "mean_estimate": quantities[0]["mean_estimate"],
+        "mean_half_width": quantities[0]["mean_half_width"],
         "mean_warmup_used": float(np.mean(warm)),
         "mean_batches": float(np.mean(batches)),
+        "fallback_fraction": float(np.mean(fallback)),
+        "fallback_lag1_median": float(np.median(spy.lag1)) if spy.lag1 else None,
         "converged_fraction": float(np.mean(conv)),
         "mean_horizon_run": float(np.mean(horizon)),
         "cpu_seconds": time.process_time() - start,
-        "pass": k / reps >= REQUIRED,
+        "quantities": quantities,
+        "pass": ok,
+        **({"note": KNOWN[c["case"]]} if not ok and c["case"] in KNOWN else {}),
     }
+
+
+def _line(row: dict[str, Any]) -> str:
+    """One case's summary, then one line per quantity (coverage of converged runs)."""
+    out = [
+        f"{row['case']:<24} reps {row['replications']:>4}  converged "
+        f"{row['converged_fraction']:.2f}  fallback {row['fallback_fraction']:.2f}  batches "
+        f"{row['mean_batches']:.1f}  horizon {row['mean_horizon_run']:.3g}  cpu "
+        f"{row['cpu_seconds']:.0f}s  {'pass' if row['pass'] else 'FAIL'}"
+    ]
+    for q in row["quantities"]:
+        cells = []
+        for label, _ in LEVELS:
+            lv = q["levels"][label]
+            t, a = lv["converged_runs"], lv["all_runs"]
+            cells.append(f"{label} {t['covered']}/{t['n']} (all {a['covered']}/{a['n']})")
+        out.append(
+            f"    {q['quantity']:<10} exact {q['exact']:<10.4g} "
+            f"half {q['mean_half_width'] or 0:.3g}  "
+            + "  ".join(cells)
+            + (f"  not reported {q['not_reported']}" if q["not_reported"] else "")
+        )
+    return "\n".join(out)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -174,6 +365,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=200, help="replications per case (>= 200)")
     ap.add_argument("--case", action="append", help="run only these cases")
     ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--merge", action="store_true", help="add the cases to the --out record")
     args = ap.parse_args(argv)
     rows = []
     for c in cases():
@@ -181,14 +373,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         row = run_case(c, args.reps)
         rows.append(row)
-        print(
-            f"{row['case']:<18} reps {row['replications']:>4}  coverage {row['coverage']:.3f} "
-            f"[{row['coverage_wilson95'][0]:.3f}, {row['coverage_wilson95'][1]:.3f}]  "
-            f"half-width {row['mean_half_width']:.4g}  warm-up {row['mean_warmup_used']:.4g}  "
-            f"batches {row['mean_batches']:.1f}  converged {row['converged_fraction']:.2f}  "
-            f"horizon {row['mean_horizon_run']:.3g}  cpu {row['cpu_seconds']:.0f}s",
-            flush=True,
-        )
+        print(_line(row), flush=True)
     try:
         commit = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
@@ -196,17 +381,34 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, subprocess.CalledProcessError):
         commit = "unknown"
     record = {
-        "what": "coverage of nominal 95% simulation confidence intervals on known answers",
+        "what": "coverage of simulation confidence intervals on known answers, at the nominal "
+        "95% level and Bonferroni-widened as the verdicts use them (x1.3: m = 4.6, x2: m = 564)",
         "method": "micro-batches, MSER-5 warm-up (configured warm-up a minimum), von Neumann "
-        "batching (>= 20 batches), AR(1)-corrected Student-t, doubling while correlated "
-        "(lbrepro.core.stats, lbrepro.sim.runlength)",
+        "batching (>= the batch floor), AR(1)-corrected Student-t, doubling while correlated, "
+        "then the wider interval of 10 large batches (t, 9 dof), flagged converged = False "
+        "(lbrepro.core.stats, lbrepro.sim.runlength); 'coverage' is over the runs flagged "
+        "converged, 'coverage_all_runs' includes the not-converged ones",
         "required": REQUIRED,
+        "levels": [
+            {"name": n, "family_size": m, "per_interval_level": 1 - 0.05 / m} for n, m in LEVELS
+        ],
         "commit": commit,
         "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "produced_by": "nice python bench/bench_coverage.py " + " ".join(argv or sys.argv[1:]),
         "seed": SEED,
+        "cpu_minutes": round(sum(r["cpu_seconds"] for r in rows) / 60, 1),
         "cases": rows,
     }
+    if args.merge and args.out.is_file():
+        before = json.loads(args.out.read_text(encoding="utf-8"))
+        if before.get("commit") != commit:
+            raise SystemExit(f"{args.out} was measured at {before.get('commit')}, not {commit}")
+        mine = {r["case"] for r in rows}
+        record["cases"] = [c for c in before["cases"] if c["case"] not in mine] + rows
+        order = [c["case"] for c in cases()]
+        record["cases"].sort(key=lambda r: order.index(r["case"]) if r["case"] in order else 99)
+        record["produced_by"] = before["produced_by"] + "; " + record["produced_by"]
+        record["cpu_minutes"] = round(before.get("cpu_minutes", 0) + record["cpu_minutes"], 1)
     args.out.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     print(f"written to {args.out}")
     return 0 if all(r["pass"] for r in rows) else 1

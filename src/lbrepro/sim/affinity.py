@@ -422,7 +422,8 @@ def simulate_affinity(
         bx, ai, aii, aq = [area.copy()], [0], [0], [0]
     batch_x = np.array(bx)
     if batch_x.shape[0] >= 2:
-        est = batch_means_ci(batch_x, lower=0.0, upper=1.0)
+        # A state never or rarely seen gets a rule-of-three bound, not [0, 0].
+        est = batch_means_ci(batch_x, lower=0.0, upper=1.0, rare=True)
         low, high = np.asarray(est.low), np.asarray(est.high)
     else:
         low = high = batch_x[0]

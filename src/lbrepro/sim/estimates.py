@@ -16,20 +16,23 @@ from lbrepro.core.stats import batch_means_ci
 __all__ = ["arrival_fraction", "batch_covariances"]
 
 
-def arrival_fraction(counts: np.ndarray, arrivals: np.ndarray) -> tuple[float, tuple[float, float]]:
+def arrival_fraction(
+    counts: np.ndarray, arrivals: np.ndarray, groups: int = 0
+) -> tuple[float, tuple[float, float]]:
     """Arrival-average fraction of arrivals counted in ``counts``, with its 95% interval.
 
     Serves the waiting probability (``counts``: arrivals that join a busy server) and the
     routing fractions (arrivals sent to one type). The estimate is Σ counts / Σ arrivals
     (every arrival weighs the same); the interval is centred on it with the half-width of the
     batch means of the per-batch fractions. Batches without arrivals have no fraction, so the
-    interval is then NaN (batches too short).
+    interval is then NaN (batches too short). ``groups``: the run's fallback regrouping
+    (:attr:`lbrepro.core.stats.Batching.groups`).
     """
     total = int(arrivals.sum())
     p = int(counts.sum()) / total if total > 0 else math.nan
     if np.any(arrivals == 0):
         return p, (math.nan, math.nan)
-    half = float(batch_means_ci(counts / arrivals, ar1=True).half_width)
+    half = float(batch_means_ci(counts / arrivals, ar1=True, groups=groups).half_width)
     return p, (max(p - half, 0.0), min(p + half, 1.0))
 
 

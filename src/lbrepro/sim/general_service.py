@@ -33,7 +33,6 @@ from numba import njit
 from lbrepro.core.args import float_arg, int_arg, run_length
 from lbrepro.core.errors import ConfigError, UnstableError
 from lbrepro.core.rng import seed_sequence, xoshiro_state
-from lbrepro.core.stats import batch_means_ci
 from lbrepro.sim.compilation import ensure_compiled
 from lbrepro.sim.runlength import check_budget, run_micro_batches
 from lbrepro.sim.service_sampling import ServiceSampling, SupportsSampling, sample_service
@@ -375,8 +374,8 @@ def simulate_general(
     for i, a in enumerate(micro_u):
         per_micro[i, : a.size] = a
     per_batch = bm.merge(per_micro)
-    est_u = batch_means_ci(per_batch, lower=0.0, upper=1.0, ar1=True)
-    est_jobs = batch_means_ci(per_batch[:, 1:].sum(axis=1), lower=0.0, ar1=True)
+    est_u = bm.ci(per_batch, lower=0.0, upper=1.0, ar1=True, rare=True)
+    est_jobs = bm.ci(per_batch[:, 1:].sum(axis=1), lower=0.0, ar1=True)
     nz = np.flatnonzero(np.asarray(est_u.mean) > 0)
     K1 = int(nz[-1]) + 1
     entropy = seq.entropy
@@ -404,7 +403,7 @@ def simulate_general(
         dist=sampling.label,
         horizon=run.horizon,
         warmup=warmup,
-        batches=bm.batches,
+        batches=run.batches,
         seed=seed_out,
         warmup_used=run.warmup_used,
         converged=run.converged,

@@ -60,7 +60,6 @@ from tqdm import tqdm
 from lbrepro.core.args import float_arg, int_arg, run_length
 from lbrepro.core.errors import ConfigError, UnstableError
 from lbrepro.core.rng import seed_sequence, xoshiro_state
-from lbrepro.core.stats import batch_means_ci
 from lbrepro.sim.compilation import ensure_compiled
 from lbrepro.sim.estimates import arrival_fraction, batch_covariances
 from lbrepro.sim.occupancy_kernel import (
@@ -324,7 +323,7 @@ def simulate_occupancy(
         split=routing.split,
         horizon=run.horizon,
         warmup=warmup,
-        batches=run.batching.batches,
+        batches=run.batches,
         seed=int(entropy) if np.ndim(entropy) == 0 else [int(x) for x in np.ravel(entropy)],
         spawn_key=tuple(int(k) for k in seq.spawn_key),
         warmup_used=run.warmup_used,
@@ -444,17 +443,19 @@ def _estimates(
     per_micro[:, :, 0] = 1.0
     per_batch = bm.merge(per_micro)
     per_batch_all = np.einsum("bjk,j->bk", per_batch, n_types / N)
-    est_u = batch_means_ci(per_batch, lower=0.0, upper=1.0, ar1=True)
-    est_all = batch_means_ci(per_batch_all, lower=0.0, upper=1.0, ar1=True)
-    est_jobs = batch_means_ci(per_batch_all[:, 1:].sum(axis=1), lower=0.0, ar1=True)
-    est_jobs_type = batch_means_ci(per_batch[:, :, 1:].sum(axis=2), lower=0.0, ar1=True)
+    est_u = bm.ci(per_batch, lower=0.0, upper=1.0, ar1=True, rare=True)
+    est_all = bm.ci(per_batch_all, lower=0.0, upper=1.0, ar1=True, rare=True)
+    est_jobs = bm.ci(per_batch_all[:, 1:].sum(axis=1), lower=0.0, ar1=True)
+    est_jobs_type = bm.ci(per_batch[:, :, 1:].sum(axis=2), lower=0.0, ar1=True)
     nz = np.flatnonzero(np.asarray(est_u.mean).any(axis=0))
     K1 = int(nz[-1]) + 1
     arrivals_b = bm.merge(np.array(recorded.arrivals, dtype=float))
     waits_b = bm.merge(np.array(recorded.waits, dtype=float))
-    p_wait, p_wait_ci = arrival_fraction(waits_b, arrivals_b)
+    p_wait, p_wait_ci = arrival_fraction(waits_b, arrivals_b, groups=bm.groups)
     routed_b = bm.merge(np.array(recorded.routed, dtype=float))
-    route_est = [arrival_fraction(routed_b[:, j], arrivals_b) for j in range(n_types.size)]
+    route_est = [
+        arrival_fraction(routed_b[:, j], arrivals_b, groups=bm.groups) for j in range(n_types.size)
+    ]
     cov: dict[str, np.ndarray | None] = dict.fromkeys(
         ("same", "same_low", "same_high", "cross", "cross_low", "cross_high")
     )
@@ -464,8 +465,8 @@ def _estimates(
         chaos_b = bm.merge(np.array(recorded.chaos_integrals))
         center = chaos_b[:, 0].mean(axis=0) / n_types
         pairs = [batch_covariances(c, n_types, 1.0, center) for c in chaos_b]
-        est_same = batch_means_ci(np.array([p[0] for p in pairs]), ar1=True)
-        est_cross = batch_means_ci(np.array([p[1] for p in pairs]), ar1=True)
+        est_same = bm.ci(np.array([p[0] for p in pairs]), ar1=True)
+        est_cross = bm.ci(np.array([p[1] for p in pairs]), ar1=True)
         for name, est in (("same", est_same), ("cross", est_cross)):
             cov[name] = np.asarray(est.mean)
             cov[f"{name}_low"] = np.asarray(est.low)

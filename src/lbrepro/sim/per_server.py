@@ -28,7 +28,6 @@ from numba import njit
 from lbrepro.core.args import float_arg, int_arg, run_length
 from lbrepro.core.errors import ConfigError, UnstableError
 from lbrepro.core.rng import seed_sequence, xoshiro_state
-from lbrepro.core.stats import batch_means_ci
 from lbrepro.sim.estimates import arrival_fraction
 from lbrepro.sim.runlength import check_budget, run_micro_batches
 from lbrepro.sim.xoshiro import randint, uniform
@@ -313,14 +312,16 @@ def simulate_per_server(
     per_micro = np.zeros((len(micro_u), width))
     for i, a in enumerate(micro_u):
         per_micro[i, : a.shape[0]] = a
-    est_u = batch_means_ci(bm.merge(per_micro), lower=0.0, upper=1.0, ar1=True)
-    est_jobs = batch_means_ci(bm.merge(np.array(micro_jobs)), lower=0.0, ar1=True)
+    est_u = bm.ci(bm.merge(per_micro), lower=0.0, upper=1.0, ar1=True, rare=True)
+    est_jobs = bm.ci(bm.merge(np.array(micro_jobs)), lower=0.0, ar1=True)
     events = int(sum(micro_events[bm.start :]))
     batch_arrivals = micro_arrivals[used]
     nz = np.flatnonzero(np.asarray(est_u.mean))
     K1 = int(nz[-1]) + 1
     p_wait, p_wait_ci = arrival_fraction(
-        bm.merge(np.array(micro_waits, dtype=float)), bm.merge(np.array(micro_arrivals, float))
+        bm.merge(np.array(micro_waits, dtype=float)),
+        bm.merge(np.array(micro_arrivals, float)),
+        groups=bm.groups,
     )
     entropy = seq.entropy
     seed_out: int | list[int] = (
@@ -343,7 +344,7 @@ def simulate_per_server(
         mu=mu,
         horizon=run.horizon,
         warmup=warmup,
-        batches=bm.batches,
+        batches=run.batches,
         seed=seed_out,
         spawn_key=tuple(int(k) for k in seq.spawn_key),
         warmup_used=run.warmup_used,

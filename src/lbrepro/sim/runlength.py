@@ -8,8 +8,10 @@ minimum) and merges into batches (von Neumann test). When the test fails at ever
 batch size — the run is too short for its relaxation time — or a requested relative precision
 is not reached, :func:`run_micro_batches` doubles the run (the same random stream continues,
 so the result is still a function of the seed alone), at most ``extend`` times and never
-beyond the event budget; an estimate still not converged is reported as such
-(``converged = False``), never silently.
+beyond the event budget. A run still correlated then gets the wider interval of
+:func:`lbrepro.core.stats.fallback_batching` (10 large batches, t with 9 degrees of freedom)
+and is reported as not converged (``converged = False``), never silently: the verdicts built
+on it are invalid.
 
 **Event budget.** Before simulating, a run states its expected event count (≈ event rate ×
 horizon, logged) and refuses to start one beyond the budget — default
@@ -34,7 +36,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from lbrepro.core.errors import ConfigError
-from lbrepro.core.stats import MICRO_BATCHES, Batching, batch_means_ci, choose_batching
+from lbrepro.core.stats import (
+    MICRO_BATCHES,
+    Batching,
+    batch_means_ci,
+    choose_batching,
+    fallback_batching,
+)
 
 __all__ = [
     "DEFAULT_MAX_EVENTS",
@@ -166,8 +174,8 @@ class RunLength:
 
     @property
     def batches(self) -> int:
-        """Number of batch means of the intervals."""
-        return self.batching.batches
+        """Number of batch means the intervals' spread comes from (their dof + 1)."""
+        return self.batching.effective_batches
 
 
 def run_micro_batches(
@@ -229,4 +237,9 @@ def run_micro_batches(
                 break
             run_to(2 * count)
             doublings += 1
+    if not batching.converged:
+        # Correlated at every admissible batching after every extension: the wider interval
+        # of few large batches, still not converged (the extension decisions above and so
+        # the events and streams are those of the batch test alone).
+        batching = fallback_batching(main(), batching)
     return RunLength(batching, length, count, count * length, doublings, ok)

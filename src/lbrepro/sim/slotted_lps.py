@@ -21,7 +21,7 @@ from numba import njit
 
 from lbrepro.core.args import run_length
 from lbrepro.core.rng import seed_sequence, xoshiro_state
-from lbrepro.core.stats import MICRO_BATCHES, batch_means_ci
+from lbrepro.core.stats import MICRO_BATCHES
 from lbrepro.sim.runlength import check_budget, run_micro_batches
 from lbrepro.sim.xoshiro import uniform
 
@@ -208,15 +208,15 @@ def simulate_slotted(
         micro=min(MICRO_BATCHES, total),
     )
     bm = run.batching
-    est = batch_means_ci(bm.merge(np.array(micro_cost)), lower=0.0, ar1=True)
-    jobs = batch_means_ci(bm.merge(np.array(micro_jobs)), lower=0.0, ar1=True)
+    est = bm.ci(bm.merge(np.array(micro_cost)), lower=0.0, ar1=True)
+    jobs = bm.ci(bm.merge(np.array(micro_jobs)), lower=0.0, ar1=True)
     return SlottedRun(
         cost=est.mean,
         cost_ci=(est.low, est.high),
         mean_jobs=jobs.mean,
         mean_jobs_ci=(jobs.low, jobs.high),
         slots=done - round(run.warmup_used),
-        batches=bm.batches,
+        batches=run.batches,
         warmup_used=round(run.warmup_used),
         converged=run.converged,
         outside_slots=int(outside),
