@@ -89,13 +89,19 @@ COVERAGE_COLUMNS = {
     "reference": "known answer",
     "exact": "value",
     "replications": "replications",
-    "coverage": "coverage",
+    "slow_mixing": "slow mixing",
+    "coverage": "coverage (converged runs)",
     "coverage_wilson95": "coverage 95% (Wilson)",
+    "coverage_x1.3": "coverage ×1.3 widened",
+    "coverage_x2": "coverage ×2 widened",
+    "coverage_all_runs": "coverage (all runs)",
+    "note": "note",
     "mean_estimate": "mean estimate",
     "mean_half_width": "mean half-width",
     "mean_warmup_used": "mean warm-up used",
     "mean_batches": "mean batches",
     "converged_fraction": "converged",
+    "fallback_fraction": "not converged (fallback interval)",
 }
 
 
