@@ -95,6 +95,15 @@ def test_ci_installs_the_lock():
     assert re.search(r"^export LBREPRO_LOCKED=1", ci, re.M), ".ci/run"
 
 
+def test_container_installs_the_lock():
+    """The image's packages are pinned by the lock (as constraints: the runtime ones only)."""
+    containerfile = (ROOT / "Containerfile").read_text()
+    assert re.search(
+        r"pip install .*-c /tmp/lbrepro/requirements\.lock /tmp/lbrepro", containerfile
+    )
+    assert re.search(r"^COPY requirements\.lock ", containerfile, re.M)
+
+
 @pytest.mark.skipif(
     os.environ.get("LBREPRO_LOCKED") != "1",
     reason="not installed from requirements.lock (.ci/run sets LBREPRO_LOCKED=1)",
