@@ -43,7 +43,11 @@ if ((${#need[@]})); then
     step "installed podman, buildah, fuse-overlayfs, uidmap, runc, mmdebstrap (missing: ${need[*]})"
 fi
 
-work=$(mktemp -d /tmp/lbrepro-container.XXXXXX)
+# In memory (about 1.2 GB at the peak): the disk of a busy CI machine made the root filesystem,
+# the image layers and their removal take minutes longer.
+tmp=${LBREPRO_CONTAINER_TMP:-/dev/shm}
+work=$(mktemp -d "$tmp/lbrepro-container.XXXXXX")
+export TMPDIR=$work # mmdebstrap builds the root filesystem there
 venv_pid=
 
 cleanup() {
