@@ -1,3 +1,3 @@
 """lbrepro — reproducible figures and claim checks for randomized load balancing."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -65,11 +65,13 @@ onerror:
     forget_run()
 
 
-# The report's Jinja2 templates live beside the Snakefile, whatever the working directory.
+# The report's Jinja2 templates (report/templates/ of the checkout), found relative to this
+# file, so also when the workflow is a module of another one (workflow.basedir is then that one's).
+TEMPLATE_DIR = os.path.normpath(
+    os.path.join(str(workflow.current_basedir), "..", "..", "report", "templates")
+)
 TEMPLATE_FILES = sorted(
-    os.path.join(workflow.basedir, "report", "templates", name)
-    for name in os.listdir(os.path.join(workflow.basedir, "report", "templates"))
-    if name.endswith(".j2")
+    os.path.join(TEMPLATE_DIR, name) for name in os.listdir(TEMPLATE_DIR) if name.endswith(".j2")
 )
 
 
