@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from lbrepro.core.claims import Claim, write_checks
+from lbrepro.core.claims import Claim, make_claim, write_checks
 from lbrepro.core.io import atomic_write_text, write_table
 from lbrepro.core.manifest import write_digest
+from lbrepro.core.verdicts import exact
 from lbrepro.report.manifest import CHANGED, UNRECORDED, VERIFIED, file_status
 from lbrepro.report.render import build_context
 from lbrepro.report.sanitize import MAX_DEPTH, read_json_bounded, visible
@@ -37,7 +38,15 @@ def _tree(root: Path, claims: list[Claim]) -> FakeTree:
 
 
 def _claims(n: int, passed: bool = True) -> list[Claim]:
-    return [Claim(f"claim {i}", 1.0, 1.0, 0.1, passed) for i in range(n)]
+    return [
+        make_claim(
+            f"claim {i}",
+            exact(passed, 1.0, "1"),
+            control=("a near miss", exact(False, 1.1, "1")),
+            distance="0.1 from the claim",
+        )
+        for i in range(n)
+    ]
 
 
 def _context(tree: FakeTree) -> dict:
@@ -127,6 +136,22 @@ def test_atomic_write_leaves_no_temporary_on_failure(tmp_path: Path) -> None:
     with pytest.raises(TypeError):
         atomic_write_text(target, 5)  # type: ignore[arg-type]
     assert target.read_text() == "one" and sorted(os.listdir(tmp_path)) == ["f.txt"]
+
+
+def test_a_changed_figure_is_not_shown(tmp_path: Path) -> None:
+    tree = _tree(tmp_path, _claims(1))
+    art = fake_artifact("toy-x")
+    tree.artifacts = [art]
+    for kind in ("png", "svg"):
+        path = tmp_path / art.paths()[kind]
+        path.write_bytes(b"drawn by the run")
+        write_digest(path)
+    view = _context(tree)["sections"][0]["artifacts"][0]
+    assert view["figure"]["png"]["href"] is not None
+    (tmp_path / art.paths()["png"]).write_bytes(b"drawn by hand")
+    view = _context(tree)["sections"][0]["artifacts"][0]
+    assert view["figure"]["png"]["href"] is None and CHANGED in view["figure_note"]
+    assert CHANGED in tree.render().read_text()
 
 
 def test_summary_of_a_changed_table_is_withheld(tmp_path: Path) -> None:

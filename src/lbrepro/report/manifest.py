@@ -6,7 +6,7 @@ records and returns the manifest the provenance section lists (file, digest, sta
 file whose bytes differ from its record — edited by hand, by another tool — is not shown as a
 result: its artifact gets a note instead ("changed after the run"), so an invented claim or a
 verdict turned from 7 to 9 reproduced does not reach the headline; so is the summary of a
-changed table. A changed figure is listed in the manifest (its image is still linked). A file
+changed table, and a changed figure is not shown (a note says why). A file
 without a record (an lbrepro older than its record, or a record deleted) is shown and listed as
 *unrecorded*.
 """
@@ -81,6 +81,11 @@ def verify_views(
                 view["status"] = missing
                 if recount is not None and "counts" in view:
                     view["counts"] = recount([])
+            if kind in ("png", "svg") and status == CHANGED and view is not None:
+                figure = view.get("figure") or {}
+                if kind in figure:
+                    figure[kind]["href"] = None  # not shown: it is not what the run drew
+                view["figure_note"] = f"figure {rel} {CHANGED} ({why}): not shown; rerun"
             if kind == "table" and status == CHANGED and view is not None and view["summary"]:
                 view["summary"] = None
                 view["summary_note"] = f"summary not shown: {rel} {CHANGED} ({why})"

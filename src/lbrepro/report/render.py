@@ -513,6 +513,7 @@ def _artifact_view(
         "caption": artifact.caption,
         "reconstructions": list(artifact.reconstructions),
         "figure": figure,
+        "figure_note": "",
         "table": link("table"),
         "checks": link("checks"),
         "params": _flatten(config.get(artifact.id, {})),
