@@ -144,6 +144,7 @@ def test_a_changed_figure_is_not_shown(tmp_path: Path) -> None:
     tree.artifacts = [art]
     for kind in ("png", "svg"):
         path = tmp_path / art.paths()[kind]
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(b"drawn by the run")
         write_digest(path)
     view = _context(tree)["sections"][0]["artifacts"][0]
