@@ -354,17 +354,26 @@ ARTIFACT = Artifact(
         "configured horizon, its CI comes from batch means over it, and it is reported as not "
         "converged (the interval is too narrow).",
         "Doubly exponential verdict (ours): the slope of log(−log u_k), fitted by weighted "
-        "least squares over the deepest 3 levels held by ≥ 10 servers on average, must "
-        "have its 95% interval wholly above the slope a geometric tail ρ^k has at the same "
-        "levels (log k against k). The control applies the same statistic to the "
-        "geometric tail ρ^k at the same load with the claim's relative CI. The published "
-        "Π_k's own rate, slope → log d, is a separate claim (the same fit's 95% interval "
-        "must also reach log d): Bramson, Lu & Prabhakar's doubly exponential regime for "
-        "power-law tails need not have base d.",
+        "least squares over the deepest 3 levels held by ≥ 10 servers on average, must lie "
+        "above the midpoint between the slope of ρ^((d^k−1)/(d−1)) and that of a geometric "
+        "tail ρ^k at the same levels and weights (nearer the doubly exponential tail, or "
+        "steeper): the margin is half that distance, and the control — the tail is "
+        "geometric, the closest tail that is not doubly exponential — lies 2 margins away.",
+        "The published Π_k's rate (the paper's Π_k for every service law): the same fit must "
+        "agree with the slope of log(−log Π_k) at the same levels and weights, within half "
+        "the step from base d to base d − ½ of the closed form (a doubly exponential tail "
+        "one notch slower); the control is Π_k's slope lowered by that step (2 margins). "
+        "Bramson, Lu & Prabhakar's doubly exponential regime of power-law tails need not "
+        "have base d.",
+        "Π_2, Π_3 against the simulation at N (the former 'finite-N finding'): at N = 10⁴ "
+        "the 1/N offset of u_2, u_3 is ~10⁻⁴, far below the 2% margin, so the comparison "
+        "tests the published fixed point itself; where it fails, the cause is the closed-"
+        "form defect (finding closed-form), not N.",
         "Runs start empty. With Ḡ(x) ~ x^−β the busy fraction relaxes to ρ only like "
-        "t^(1−β) (t^−0.5 for Lomax α = 1.5), so a check that the simulated u_1 equals ρ is "
-        "reported for every distribution as an equilibrium diagnostic (a consistency check: "
-        "work conservation).",
+        "t^(1−β) (t^−0.5 for Lomax α = 1.5), so work conservation (u_1 = ρ: the 95% "
+        "interval rescaled to 99.9% covers ρ, and the run converged) is a diagnostic per "
+        "distribution: when it fails (Lomax α = 1.5 in the full run: u_1 = 0.6934 against "
+        "0.7) every verdict on that run is undecided (invalid run).",
         PH_NOTE,
     ),
 )

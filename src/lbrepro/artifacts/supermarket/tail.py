@@ -381,17 +381,26 @@ ARTIFACT = Artifact(
         "mean field.",
         "Claim rules (ours): the closed form is an N → ∞ statement, so it is judged against "
         "the simulation at N after adding its 1/N correction V_k/N from the refined mean "
-        "field (u_k + V_k/N is exact at this N up to O(1/N²)); the comparison with the "
-        "plain closed form at this N is a labelled finite-N finding, which a long run "
-        "fails by the resolved O(1/N) offset. Both use the Bonferroni-widened 95% CI over "
-        "u_1..u_4 plus one allowance, the resolution 1/(N·T) of a time-averaged fraction; "
-        "their control is the closed form at the neighbouring load ρ − 0.02.",
-        "Doubly exponential tail (ours): the slope of log(−log u_k), weighted least squares "
-        "over the deepest 3 levels held by ≥ 10 servers on average, must have a 95% "
-        "interval that reaches log d and lies wholly above the slope of a geometric tail "
-        "(log k) at the same levels; the control is the same statistic on d = 1 at the "
-        "same load (the simulated d = 1 run if the sweep has it, else ρ^k). The claim is "
-        "about N → ∞, so the simulated u_k enter the fit minus their refined-mean-field "
-        "offset V_k/N (zero for d = 1).",
+        "field (u_k + V_k/N is exact at this N up to O(1/N²)). Levels u_2..u_4 held by at "
+        "least 10 servers on average (chosen from the reference, the same at every seed) "
+        "must agree within the default 2% relative margin (docs/methods.md; at least the "
+        "resolution 1/(N·T) of a time-averaged fraction): equivalence, two one-sided tests "
+        "on the Bonferroni-widened 95% CIs. The measured offset sim − cf is shown beside "
+        "V_k/N in the claim; the former comparison with the plain closed form at this N (a "
+        "'finite-N finding') is dropped — it was the same statistic with the offset left "
+        "in. Control: the closed form at the neighbouring load ρ − 0.02 plus the same "
+        "V_k/N, its distance stated in margins.",
+        "u_1 = ρ holds exactly by work conservation at every N, so it is not a tested level: "
+        "it is a diagnostic per run (the 95% interval rescaled to 99.9% must cover ρ, and "
+        "the run must have converged); a failure makes every verdict on that run undecided "
+        "(invalid run).",
+        "Doubly exponential tail with rate log d (ours): the slope of log(−log u_k), weighted "
+        "least squares over the deepest 3 levels held by ≥ 10 servers on average, must agree "
+        "with the closed form's slope at the same levels and weights (which exceeds log d at "
+        "finite depth) within half the distance to the near miss, a doubly exponential tail "
+        "one notch slower — the closed form of base d − ½ (rate log(d − ½)); the control is "
+        "that near miss, 2 margins away. The geometric tail (d = 1) is not used: it is far "
+        "from the claim. The simulated u_k enter the fit minus their refined-mean-field "
+        "offset V_k/N.",
     ),
 )
