@@ -146,14 +146,22 @@ def test_doubly_exponential_claim_fails_on_a_geometric_tail() -> None:
 
 
 def test_doubly_exponential_claim_fails_on_its_near_miss_one_notch_slower() -> None:
-    # u_k = ρ^((1.5^k − 1)/0.5): doubly exponential with base d − ½: the control's tail
-    def slower(k: int) -> float:
-        return 0.9 ** ((1.5**k - 1) / 0.5) + v2(k) / N
+    """A tail whose log(−log u_k) rises 6% slower than the closed form's (3 margins): the
+    claim fails and its near-miss control holds."""
+    cfg = {"rho": [0.9], "d": [2], "N": N}
+    claim = by(tail.check(holds_table(), CFG), "doubly exponentially")
+    margin = claim.margin
+    slope = margin / 0.02  # the default 2% margin of the predicted slope
+    assert float(claim.expected.split("vs ")[1].split(" ")[0]) == pytest.approx(slope, abs=1e-4)
+    a, k0 = -math.log(0.9), 3  # u_k = exp(−a·e^(s(k−k0))·c): log(−log u) linear with slope s
+    c = -math.log(closed(0.9, 2, k0)) / a
 
-    c = by(tail.check(tail_rows(0.9, 2, slower, V=v2), {"rho": [0.9], "d": [2], "N": N}),
-           "doubly exponentially")  # fmt: skip
-    assert c.status == NOT_REPRODUCED and c.control["outcome"] == REPRODUCED
-    assert "2 margins" in c.control["distance"]
+    def slower(k: int) -> float:
+        return math.exp(-a * c * math.exp((slope - 3 * margin) * (k - k0))) + v2(k) / N
+
+    near = by(tail.check(tail_rows(0.9, 2, slower, V=v2), cfg), "doubly exponentially")
+    assert near.status == NOT_REPRODUCED and near.control["outcome"] == REPRODUCED
+    assert "3 margins" in near.control["distance"]
 
 
 def test_tail_shape_three_outcomes() -> None:

@@ -32,6 +32,7 @@ from lbrepro.core.tail_verdicts import (
     doubly_exponential_slope,
     fraction_margin,
     neighbour_load,
+    slope_margin,
     tail_fit,
     tail_levels,
     tail_shape,
@@ -139,10 +140,9 @@ def _distribution_claims(rows: Rows, spec: str, rho: float, d: int) -> list[Clai
     levels, _, sig = tail_fit(u, N)
     s_d = doubly_exponential_slope(levels, d, sig)
     s_geo = doubly_exponential_slope(levels, 1, sig)
-    s_near = doubly_exponential_slope(levels, d - NOTCH, sig)
     m_de = (s_d - s_geo) / 2
     s_pub = published_slope(levels, dist, rho, d, sig)
-    m_rate = (s_d - s_near) / 2
+    m_rate = slope_margin(s_pub)
     light = beta > beta_star  # where Bramson–Lu–Prabhakar give a doubly exponential tail
     # Work conservation: u_1 = ρ in equilibrium whatever the policy. A failure flags a run
     # not in equilibrium (heavy tails relax like ∫_t^∞ Ḡ, i.e. t^{1−β}): its verdicts are void.
@@ -177,12 +177,12 @@ def _distribution_claims(rows: Rows, spec: str, rho: float, d: int) -> list[Clai
             f"service law (simulation, N = {N})",
             rate,
             control=(
-                "a doubly exponential tail one notch slower: Π_k's slope lowered by the step "
-                f"from base d to d − ½ = {d - NOTCH:g}",
-                tail_shape(u, N, s_pub - 2 * m_rate, m_rate, what="one notch slower"),
+                "a doubly exponential rate one notch slower: Π_k's slope lowered by "
+                f"{NOTCH:g} margins",
+                tail_shape(u, N, s_pub - NOTCH * m_rate, m_rate, what="one notch slower"),
             ),
-            distance=f"slope {s_pub - 2 * m_rate:.4f} vs {s_pub:.4f} at levels {levels}: "
-            f"2 margins (margin = half the step from base d to d − ½, {m_rate:.3g})",
+            distance=f"slope {s_pub - NOTCH * m_rate:.4f} vs {s_pub:.4f} at levels {levels}: "
+            f"{NOTCH:g} margins (2% of the slope, {m_rate:.3g})",
             details=f"{blp}; the doubly exponential regime of a power-law tail need not "
             "have base d",
             finding=CLOSED_FORM if light and rate.outcome == NOT_REPRODUCED else None,
@@ -360,9 +360,11 @@ ARTIFACT = Artifact(
         "steeper): the margin is half that distance, and the control — the tail is "
         "geometric, the closest tail that is not doubly exponential — lies 2 margins away.",
         "The published Π_k's rate (the paper's Π_k for every service law): the same fit must "
-        "agree with the slope of log(−log Π_k) at the same levels and weights, within half "
-        "the step from base d to base d − ½ of the closed form (a doubly exponential tail "
-        "one notch slower); the control is Π_k's slope lowered by that step (2 margins). "
+        "agree with the slope of log(−log Π_k) at the same levels and weights within the "
+        "default 2% relative margin; the control is a rate one notch slower, Π_k's slope "
+        "lowered by 3 margins. (Half the step to the closed form of base d − ½, the first "
+        "rule tried, put Erlang-2's true slope on the margin: it moved between reproduced "
+        "and not reproduced across seeds.) "
         "Bramson, Lu & Prabhakar's doubly exponential regime of power-law tails need not "
         "have base d.",
         "Π_2, Π_3 against the simulation at N (the former 'finite-N finding'): at N = 10⁴ "
