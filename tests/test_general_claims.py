@@ -5,9 +5,27 @@ from __future__ import annotations
 
 import pytest
 
-from lbrepro.artifacts.general import audit, sojourn, tail, theta_examples, theta_exp, theta_table
+from lbrepro.artifacts.general import (
+    PAPER,
+    audit,
+    sojourn,
+    tail,
+    theta_examples,
+    theta_exp,
+    theta_table,
+)
+from lbrepro.artifacts.general.comparisons import CLOSED_FORM
 from lbrepro.artifacts.general.point_runs import LIMIT_RATIO
-from lbrepro.core.claims import CONSISTENCY, Claim
+from lbrepro.core.claims import (
+    CONSISTENCY,
+    DIAGNOSTIC,
+    NOT_REPRODUCED,
+    REPRODUCED,
+    UNDECIDED,
+    VERDICT,
+    Claim,
+    gate,
+)
 from lbrepro.core.verdicts import EmptyComparisonError
 from lbrepro.models import general as model
 from lbrepro.models import service
@@ -16,10 +34,11 @@ N, T, D = 1000, 10_000.0, 2
 
 
 def assert_controls_fail(claims: list[Claim]) -> None:
+    """Every reproduced verdict's near miss is not reproduced, at a stated distance."""
     for c in claims:
-        if c.kind != CONSISTENCY:
-            assert c.control is not None, c.claim
-            assert not c.control["passed"], (c.claim, c.control)
+        if c.kind == VERDICT and c.outcome == REPRODUCED:
+            assert c.control is not None and c.control["distance"], c.claim
+            assert c.control["outcome"] == NOT_REPRODUCED, (c.claim, c.control)
 
 
 def sim_row(base: dict, quantity: str, value: float, n: int, k=None, rel=1e-3, limit=False):
@@ -33,6 +52,7 @@ def sim_row(base: dict, quantity: str, value: float, n: int, k=None, rel=1e-3, l
         "N": n,
         "seed": 1,
         "batches": 20,
+        "converged": True,
         "measured_time": T,
     }
     if k is not None:
@@ -81,7 +101,11 @@ def point_rows(spec: str, rho: float, sim_from: str, bias: float = 0.0, kmax: in
     src_u, src_t = truth(spec, rho, sim_from, kmax)
     for n, limit in ((N, False), (N // LIMIT_RATIO, True)):
         f = 1 + bias / n
-        rows += [sim_row(base, "u", src_u[k] * f, n, k, limit=limit) for k in range(kmax + 1)]
+        # u_1 = ρ at every N (work conservation); deeper levels carry the bias
+        rows += [
+            sim_row(base, "u", src_u[k] * (f if k >= 2 else 1), n, k, limit=limit)
+            for k in range(kmax + 1)
+        ]
         rows.append(sim_row(base, "mean_sojourn", src_t * f, n, limit=limit))
     return rows  # fmt: skip
 
@@ -105,27 +129,63 @@ def by(claims: list[Claim], text: str) -> Claim:
 
 def test_sojourn_mean_field_claims_hold_and_published_fails() -> None:
     rows = [r for rho in RHOS for r in point_rows("erlang:2", rho, "mf", bias=0.0)]
-    claims = sojourn.check(rows, sojourn_cfg("erlang:2"))
-    assert len(claims) == 3
-    assert by(claims, "exact PH mean-field E[T] is the N → ∞").passed
-    assert by(claims, "finite-N finding").passed
-    assert not by(claims, "published sojourn time").passed
+    claims = gate(sojourn.check(rows, sojourn_cfg("erlang:2")))
+    assert [c.kind for c in claims] == [DIAGNOSTIC, VERDICT, VERDICT]
+    assert claims[0].passed and claims[0].runs
+    assert by(claims, "exact PH mean-field E[T] is the N → ∞").status == REPRODUCED
+    pub = by(claims, "published sojourn time")
+    assert pub.status == NOT_REPRODUCED and pub.finding == CLOSED_FORM
+    assert not any("finite-N" in c.claim for c in claims)
     assert_controls_fail(claims)
 
 
-def test_sojourn_limit_holds_but_finite_n_finding_fails_with_a_1_over_n_bias() -> None:
+def test_sojourn_limit_holds_with_a_1_over_n_bias() -> None:
     rows = [r for rho in RHOS for r in point_rows("erlang:2", rho, "mf", bias=20.0)]
     claims = sojourn.check(rows, sojourn_cfg("erlang:2"))
-    assert by(claims, "exact PH mean-field E[T] is the N → ∞").passed
-    assert not by(claims, "finite-N finding").passed
+    assert by(claims, "exact PH mean-field E[T] is the N → ∞").status == REPRODUCED
 
 
 def test_sojourn_published_claim_holds_when_simulation_follows_it() -> None:
     rows = [r for rho in RHOS for r in point_rows("erlang:2", rho, "cf")]
     claims = sojourn.check(rows, sojourn_cfg("erlang:2"))
     pub = by(claims, "published sojourn time")
-    assert pub.passed and not pub.control["passed"]
-    assert not by(claims, "exact PH mean-field E[T] is the N → ∞").passed
+    assert pub.status == REPRODUCED and pub.control["outcome"] == NOT_REPRODUCED
+    assert by(claims, "exact PH mean-field E[T] is the N → ∞").status == NOT_REPRODUCED
+
+
+def test_sojourn_straddles_when_the_interval_is_wide() -> None:
+    rows = [
+        r | ({"value": r["value"] * 1.01, "ci_low": r["value"] * 0.9, "ci_high": r["value"] * 1.1}
+             if r["method"] == "sim" else {})
+        for rho in RHOS
+        for r in point_rows("erlang:2", rho, "mf")
+    ]  # fmt: skip
+    claims = sojourn.check(rows, sojourn_cfg("erlang:2"))
+    assert by(claims, "exact PH mean-field E[T]").status == UNDECIDED
+
+
+def test_sojourn_discloses_the_mitzenmacher_conflict() -> None:
+    claims = sojourn.check(
+        [r for rho in RHOS for r in point_rows("exp", rho, "mf")], sojourn_cfg("exp")
+    )
+    c = by(claims, "Corollary 3.8")
+    assert "2.6141" in c.claim and "1.9464" in c.claim  # both numbers, ρ = 0.9, d = 2
+    assert c.status == NOT_REPRODUCED and c.finding == sojourn.TD_CONFLICT
+    assert sojourn.mitzenmacher_sojourn(0.9, 2) == pytest.approx(2.614057, abs=1e-6)
+    assert c.finding in PAPER.findings and CLOSED_FORM in PAPER.findings
+
+
+def test_a_failed_work_conservation_invalidates_the_distribution() -> None:
+    rows = [
+        r | {k: r[k] * 0.95 for k in ("value", "ci_low", "ci_high")}
+        if r["method"] == "sim" and r.get("k") == 1
+        else r
+        for rho in RHOS
+        for r in point_rows("erlang:2", rho, "mf")
+    ]
+    claims = gate(sojourn.check(rows, sojourn_cfg("erlang:2")))
+    assert not claims[0].passed
+    assert all(c.status == UNDECIDED and c.invalid for c in claims[1:])
 
 
 def test_sojourn_without_the_limit_run_fails_loudly() -> None:
@@ -147,13 +207,14 @@ def audit_cfg(dists: list[str]) -> dict:
 def test_audit_claims_hold_with_failing_controls() -> None:
     rows = [r for rho in RHOS for r in point_rows("exp", rho, "mf", bias=5.0)]
     rows += [r for rho in RHOS for r in point_rows("det", rho, "cf")]
-    claims = audit.check(rows, audit_cfg(["exp", "det"]))
-    assert [c.source for c in claims] == ["paper", "lbrepro", "lbrepro", "paper"]
+    claims = gate(audit.check(rows, audit_cfg(["exp", "det"])))
+    verdicts = [c for c in claims if c.kind == VERDICT]
+    assert [c.source for c in verdicts] == ["paper", "lbrepro", "paper"]
     assert by(claims, "Exp(rate 1): the exact PH mean field gives the N → ∞").passed
-    assert claims[3].passed  # det: the simulation follows the published form
+    assert verdicts[2].status == REPRODUCED  # det: the simulation follows the published form
     assert_controls_fail(claims)
     # exponential service: the published u_2 = ρ^(d+1)/d is half the truth
-    assert not claims[0].passed
+    assert verdicts[0].status == NOT_REPRODUCED and verdicts[0].finding == CLOSED_FORM
     summary = audit.summary(rows)
     assert summary and "N → ∞ (extrapolated) ± CI" in summary[0]
 
@@ -161,23 +222,22 @@ def test_audit_claims_hold_with_failing_controls() -> None:
 def test_audit_mean_field_claim_fails_when_the_simulation_disagrees() -> None:
     rows = [r for rho in RHOS for r in point_rows("exp", rho, "cf")]
     claims = audit.check(rows, audit_cfg(["exp"]))
-    assert not by(claims, "exact PH mean field gives the N → ∞").passed
-    assert not by(claims, "finite-N finding").passed
-    assert by(claims, "published closed form").passed
+    assert by(claims, "exact PH mean field gives the N → ∞").status == NOT_REPRODUCED
+    assert by(claims, "published closed form").status == REPRODUCED
 
 
 # ---------------------------------------------------------------------------------------
 # general-tail
 
 
-def tail_rows(spec: str, rho: float, u_of_k, kmax: int = 12) -> list[dict]:
+def tail_rows(spec: str, rho: float, u_of_k, kmax: int = 12, rel: float = 1e-3) -> list[dict]:
     dist = service.parse(spec)
     base = {"dist": spec, "label": dist.label, "rho": rho, "d": D}
     cf_u, _ = truth(spec, rho, "cf", kmax)
     rows = [
         base | {"method": "cf", "quantity": "u", "k": k, "value": cf_u[k]} for k in range(kmax + 1)
     ]
-    rows += [sim_row(base, "u", u_of_k(k), N, k) for k in range(kmax + 1)]
+    rows += [sim_row(base, "u", u_of_k(k), N, k, rel=rel) for k in range(kmax + 1)]
     rows.append(base | {"method": "path", "quantity": "max_queue", "value": 9, "N": N})
     return rows  # fmt: skip
 
@@ -187,30 +247,45 @@ TAIL = {"dists": ["exp"], "rho": 0.7, "d": D, "N": N}
 
 def test_tail_claims_hold_on_the_published_tail() -> None:
     cf_u, _ = truth("exp", 0.7, "cf", 12)
-    claims = tail.check(tail_rows("exp", 0.7, lambda k: cf_u[k]), TAIL)
-    assert len(claims) == 4 and all(c.passed for c in claims)
-    assert [c.kind for c in claims].count(CONSISTENCY) == 1
+    claims = gate(tail.check(tail_rows("exp", 0.7, lambda k: cf_u[k]), TAIL))
+    assert [c.kind for c in claims] == [DIAGNOSTIC, VERDICT, VERDICT, VERDICT]
+    assert all(c.passed for c in claims)
     assert_controls_fail(claims)
+    assert all(c.runs == ("exp",) for c in claims)
+
+
+def test_tail_claims_on_the_true_exponential_tail() -> None:
+    # JSQ(2) with exponential service: u_k = ρ^(2^k − 1), doubly exponential with base 2,
+    # but not the published Π_k (θ = 1/2): the formula defect, one finding.
+    claims = tail.check(tail_rows("exp", 0.7, lambda k: 0.7 ** (2**k - 1)), TAIL)
+    assert by(claims, "Doubly exponential").status == REPRODUCED
+    pi = by(claims, "published Π_2, Π_3")
+    assert pi.status == NOT_REPRODUCED and pi.finding == CLOSED_FORM and pi.source == "paper"
+    assert by(claims, "published Π_k's rate").status == NOT_REPRODUCED
 
 
 def test_tail_claims_fail_on_a_geometric_tail() -> None:
     claims = tail.check(tail_rows("exp", 0.7, lambda k: 0.7**k), TAIL)
-    assert not by(claims, "Doubly exponential").passed
-    assert not by(claims, "finite-N finding").passed
-    assert not by(claims, "published Π_k's rate").passed
+    de = by(claims, "Doubly exponential")
+    assert de.status == NOT_REPRODUCED and de.control["outcome"] == REPRODUCED
+    assert by(claims, "published Π_2, Π_3").status == NOT_REPRODUCED
+    assert by(claims, "published Π_k's rate").status == NOT_REPRODUCED
 
 
-def test_tail_rate_claim_fails_on_a_doubly_exponential_tail_of_smaller_base() -> None:
-    # u_k = ρ^((1.5^k − 1)/0.5): doubly exponential, but with base 1.5 < d = 2
-    claims = tail.check(tail_rows("exp", 0.7, lambda k: 0.7 ** ((1.5**k - 1) / 0.5)), TAIL)
-    assert by(claims, "Doubly exponential").passed
-    assert not by(claims, "published Π_k's rate").passed
-
-
-def test_tail_equilibrium_consistency_fails_off_rho() -> None:
+def test_tail_rate_claim_straddles_with_a_wide_interval() -> None:
     cf_u, _ = truth("exp", 0.7, "cf", 12)
-    rows = tail_rows("exp", 0.7, lambda k: 0.65 if k == 1 else cf_u[k])
-    assert not by(tail.check(rows, TAIL), "equilibrium").passed
+    claims = tail.check(tail_rows("exp", 0.7, lambda k: cf_u[k], rel=0.3), TAIL)
+    assert by(claims, "published Π_k's rate").status == UNDECIDED
+
+
+def test_tail_equilibrium_diagnostic_fails_off_rho_and_voids_the_run() -> None:
+    cf_u, _ = truth("exp", 0.7, "cf", 12)
+    # the issue's Lomax α = 1.5 run: u_1 = 0.6934 against ρ = 0.7, a 0.1% CI
+    rows = tail_rows("exp", 0.7, lambda k: 0.6934 if k == 1 else cf_u[k])
+    claims = gate(tail.check(rows, TAIL))
+    eq = by(claims, "equilibrium")
+    assert eq.kind == DIAGNOSTIC and not eq.passed
+    assert all(c.status == UNDECIDED and "equilibrium" in c.invalid for c in claims[1:])
 
 
 # ---------------------------------------------------------------------------------------

@@ -3,12 +3,28 @@ control failing) and fails where the claim is false. No simulation."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from lbrepro.artifacts.supermarket import accuracy, tail
-from lbrepro.core.claims import CONSISTENCY, Claim
+from lbrepro.core.claims import (
+    DIAGNOSTIC,
+    NOT_REPRODUCED,
+    REPRODUCED,
+    UNDECIDED,
+    VERDICT,
+    Claim,
+    gate,
+)
 from lbrepro.core.stats import Estimate
-from lbrepro.core.tail_verdicts import resolution, tail_shape
+from lbrepro.core.tail_verdicts import (
+    doubly_exponential_slope,
+    resolution,
+    tail_fit,
+    tail_levels,
+    tail_shape,
+)
 from lbrepro.core.verdicts import EmptyComparisonError
 from lbrepro.models import supermarket as model
 
@@ -44,6 +60,7 @@ def tail_rows(rho: float, d: int, sim_u, V=None, rel: float = 0.002) -> list[dic
                 "N": N,
                 "seed": 1,
                 "batches": 20,
+                "converged": True,
                 "measured_time": T,
             }
         )
@@ -55,15 +72,17 @@ def v2(k: int) -> float:
     return 0.0 if k == 0 or k == 1 else 10.0 * closed(0.9, 2, k)
 
 
-def check(rows, cfg) -> dict[str, Claim]:
-    return {c.claim: c for c in tail.check(rows, cfg)}
+def by(claims, *words: str) -> Claim:
+    hits = [c for c in claims if all(w in c.claim for w in words)]
+    assert len(hits) == 1, [c.claim for c in claims]
+    return hits[0]
 
 
 def assert_controls_fail(claims) -> None:
     for c in claims:
-        if c.kind != CONSISTENCY:
-            assert c.control is not None, c.claim
-            assert not c.control["passed"], (c.claim, c.control)
+        if c.kind == VERDICT and c.outcome == REPRODUCED:
+            assert c.control is not None and c.control["distance"], c.claim
+            assert c.control["outcome"] == NOT_REPRODUCED, (c.claim, c.control)
 
 
 CFG = {"rho": [0.9], "d": [1, 2], "N": N}
@@ -75,20 +94,19 @@ def holds_table() -> list[dict]:
     )
 
 
-def test_tail_claims_hold_with_failing_controls() -> None:
-    claims = tail.check(holds_table(), CFG)
+def test_tail_claims_hold_with_failing_near_miss_controls() -> None:
+    claims = gate(tail.check(holds_table(), CFG))
+    diags = [c for c in claims if c.kind == DIAGNOSTIC]
     limit = [c for c in claims if "N → ∞ limit" in c.claim]
-    finite = [c for c in claims if "finite-N finding" in c.claim]
     shape = [c for c in claims if "doubly exponentially" in c.claim]
-    assert len(limit) == 2 and len(finite) == 2 and len(shape) == 1
-    assert all(c.passed for c in limit + shape)
+    assert len(diags) == 2 and len(limit) == 2 and len(shape) == 1
+    assert all(c.passed for c in diags)
+    assert all(c.status == REPRODUCED for c in limit + shape)
+    assert not any("finite-N" in c.claim for c in claims)  # the limit claim shows the offset
     assert_controls_fail(claims)
-    # The O(1/N) offset is resolved at d = 2, so the fixed-N comparison with the plain closed
-    # form fails — a finite-N finding, labelled lbrepro — while the limit claim holds.
-    f2 = next(c for c in finite if "d = 2" in c.claim)
-    assert not f2.passed and f2.source == "lbrepro"
-    f1 = next(c for c in finite if "d = 1" in c.claim)
-    assert f1.passed  # d = 1: V = 0, the closed form is exact at every N
+    assert all(c.runs for c in limit + shape)
+    # u_1 = ρ is a diagnostic, not a tested level: the limit claim compares u_2 onwards
+    assert "u_1" not in by(limit, "d = 2").details.split("offset")[1]
 
 
 def test_tail_limit_claim_fails_when_simulation_is_off() -> None:
@@ -96,30 +114,84 @@ def test_tail_limit_claim_fails_when_simulation_is_off() -> None:
     rows = tail_rows(0.9, 1, lambda k: 0.9**k) + tail_rows(
         0.9, 2, lambda k: closed(0.88, 2, k), V=v2
     )
-    c = next(c for c in tail.check(rows, CFG) if "d = 2" in c.claim and "limit" in c.claim)
-    assert not c.passed
+    c = by(tail.check(rows, CFG), "d = 2", "limit")
+    assert c.status == NOT_REPRODUCED
+
+
+def test_tail_limit_claim_straddles_with_a_wide_interval() -> None:
+    # 1% high at every level with a 3% CI: inside the 2% margin, but not shown to be.
+    rows = tail_rows(0.9, 2, lambda k: 1.01 * (closed(0.9, 2, k) + v2(k) / N), V=v2, rel=0.03)
+    c = by(tail.check(rows, {"rho": [0.9], "d": [2], "N": N}), "limit")
+    assert c.status == UNDECIDED and c.needs
+
+
+def test_failed_work_conservation_invalidates_the_run() -> None:
+    rows = [
+        r | {"value": 0.85, "ci_low": r["ci_low"] - 0.05, "ci_high": r["ci_high"] - 0.05}
+        if r["method"] == "sim" and r["k"] == 1 and r["d"] == 2
+        else r
+        for r in holds_table()
+    ]
+    claims = gate(tail.check(rows, CFG))
+    assert not by(claims, "d = 2", "conserves work").passed
+    for c in claims:
+        if c.kind == VERDICT:
+            assert (c.status == UNDECIDED) == ("d = 2" in c.claim), c.claim
 
 
 def test_doubly_exponential_claim_fails_on_a_geometric_tail() -> None:
     rows = tail_rows(0.9, 1, lambda k: 0.9**k) + tail_rows(0.9, 2, lambda k: 0.9**k, V=v2)
-    c = next(c for c in tail.check(rows, CFG) if "doubly exponentially" in c.claim)
-    assert not c.passed
+    c = by(tail.check(rows, CFG), "doubly exponentially")
+    assert c.status == NOT_REPRODUCED
 
 
-def test_doubly_exponential_control_without_d1_uses_the_geometric_tail() -> None:
-    rows = tail_rows(0.9, 2, lambda k: closed(0.9, 2, k) + v2(k) / N, V=v2)
-    claims = tail.check(rows, {"rho": [0.9], "d": [2], "N": N})
-    shape = next(c for c in claims if "doubly exponentially" in c.claim)
-    assert shape.passed and not shape.control["passed"]
-    assert "geometric tail" in shape.control["claim"]
+def test_doubly_exponential_claim_fails_on_its_near_miss_one_notch_slower() -> None:
+    """A tail whose log(−log u_k) rises 6% slower than the closed form's (3 margins): the
+    claim fails and its near-miss control holds."""
+    cfg = {"rho": [0.9], "d": [2], "N": N}
+    claim = by(tail.check(holds_table(), CFG), "doubly exponentially")
+    margin = claim.margin
+    slope = margin / 0.02  # the default 2% margin of the predicted slope
+    assert float(claim.expected.split("vs ")[1].split(" ")[0]) == pytest.approx(slope, abs=1e-4)
+    a, k0 = -math.log(0.9), 3  # u_k = exp(−a·e^(s(k−k0))·c): log(−log u) linear with slope s
+    c = -math.log(closed(0.9, 2, k0)) / a
+
+    def slower(k: int) -> float:
+        return math.exp(-a * c * math.exp((slope - 3 * margin) * (k - k0))) + v2(k) / N
+
+    near = by(tail.check(tail_rows(0.9, 2, slower, V=v2), cfg), "doubly exponentially")
+    assert near.status == NOT_REPRODUCED and near.control["outcome"] == REPRODUCED
+    assert "3 margins" in near.control["distance"]
 
 
-def test_tail_shape_rejects_power_law_and_needs_two_levels() -> None:
+def test_tail_shape_three_outcomes() -> None:
+    def tail_of(base: float, rel: float) -> dict[int, Estimate]:
+        out = {}
+        for k in range(1, 12):
+            v = 0.9 ** ((base**k - 1) / (base - 1))
+            out[k] = Estimate(v, v * (1 - rel), v * (1 + rel), v * rel, 20)
+        return out
+
+    levels, _, sig = tail_fit(tail_of(2.0, 0.002), 1000)
+    s2 = doubly_exponential_slope(levels, 2, sig)
+    s15 = doubly_exponential_slope(levels, 1.5, sig)
+    m = (s2 - s15) / 2
+    assert tail_shape(tail_of(2.0, 0.002), 1000, s2, m, what="d = 2").outcome == REPRODUCED
+    assert tail_shape(tail_of(2.0, 0.002), 1000, s15, m, what="d−½").outcome == NOT_REPRODUCED
+    # a 60% CI cannot tell: the slope's interval straddles the margin
+    assert tail_shape(tail_of(2.0, 0.6), 1000, s2, m, what="d = 2").outcome == UNDECIDED
     power = {k: Estimate(v, v * 0.99, v * 1.01, v * 0.01, 20) for k in range(1, 40)
              for v in [min(0.9, 2.0 * k**-1.5)]}  # fmt: skip
-    assert not tail_shape(power, 2, 1000).passed
+    lv = tail_levels(power, 1000)
+    s = doubly_exponential_slope(lv, 2)
+    assert tail_shape(power, 1000, s, 0.1, what="d = 2").outcome == NOT_REPRODUCED
     with pytest.raises(EmptyComparisonError):
-        tail_shape({1: Estimate(0.5, 0.49, 0.51, 0.01, 20)}, 2, 1000)
+        tail_shape({1: Estimate(0.5, 0.49, 0.51, 0.01, 20)}, 1000, 1.0, 0.1, what="x")
+
+
+def test_slopes_of_the_closed_forms() -> None:
+    assert doubly_exponential_slope([1, 2], 5) == pytest.approx(math.log(6))
+    assert doubly_exponential_slope([1, 2], 1) == pytest.approx(math.log(2))  # geometric
 
 
 def test_resolution_is_one_server_for_one_time_unit() -> None:
@@ -158,6 +230,7 @@ def accuracy_rows(sim_of_n, rmf_coef: float = C, half: float = 2e-4) -> list[dic
                 "ci_high": v + half,
                 "seed": 1,
                 "batches": 20,
+                "converged": True,
             }
         )
     return rows
@@ -170,30 +243,35 @@ def test_accuracy_claims_hold_with_failing_controls() -> None:
     rows = accuracy_rows(lambda n: M + C / n + 8.0 / n**2)
     claims = accuracy.check(rows, ACC)
     assert len(claims) == 3
-    assert all(c.passed for c in claims), [(c.claim, c.measured, c.tolerance) for c in claims]
+    assert all(c.status == REPRODUCED for c in claims), [(c.claim, c.details) for c in claims]
     assert_controls_fail(claims)
-    mf = next(c for c in claims if "mean field error" in c.claim and "refined" not in c.claim)
+    mf = by(claims, "decays as 1/N")
     assert mf.source == "paper" and abs(mf.measured - 1) < 0.1
 
 
 def test_accuracy_claims_fail_when_orders_are_wrong() -> None:
     # The mean-field error is O(1/N²) and the "refined" correction overshoots by C/N.
     rows = accuracy_rows(lambda n: M + C / n**2, rmf_coef=C)
-    claims = {("refined" in c.claim, "at least as accurate" in c.claim): c for c in
-              accuracy.check(rows, ACC)}  # fmt: skip
-    assert not claims[False, False].passed  # MF error is not 1/N
-    assert not claims[True, False].passed  # RMF error is not 1/N²
-    assert not claims[True, True].passed  # RMF is worse than MF
+    claims = accuracy.check(rows, ACC)
+    assert by(claims, "decays as 1/N").status == NOT_REPRODUCED  # not 1/N
+    assert by(claims, "O(1/N²)").status == NOT_REPRODUCED  # RMF error is 1/N
+    assert by(claims, "at least as accurate").status == NOT_REPRODUCED  # RMF worse than MF
+
+
+def test_accuracy_claims_straddle_when_the_errors_are_unresolved() -> None:
+    rows = accuracy_rows(lambda n: M + C / n, half=0.5)
+    claims = accuracy.check(rows, ACC)
+    assert by(claims, "decays as 1/N").status == UNDECIDED
 
 
 def test_order_verdict_rule() -> None:
-    assert accuracy.order_verdict(1.05, 0.1, 1).passed
-    assert not accuracy.order_verdict(1.05, 0.1, 2).passed
-    assert not accuracy.order_verdict(1.4, 0.35, 1).passed  # CI reaches the neighbouring order 2
-    assert not accuracy.order_verdict(1.6, 0.01, 1).passed  # nearer 2 than 1
-    assert accuracy.at_least_order_verdict(2.7, 0.3, 2).passed  # faster than 1/N² is O(1/N²)
-    assert not accuracy.at_least_order_verdict(1.1, 0.05, 2).passed  # a 1/N error is not
-    assert not accuracy.at_least_order_verdict(2.7, 2.0, 2).passed  # not shown faster than 1/N
+    assert accuracy.order_verdict(1.05, 0.1, 1).outcome == REPRODUCED
+    assert accuracy.order_verdict(1.05, 0.1, 2).outcome == NOT_REPRODUCED  # the near miss
+    assert accuracy.order_verdict(1.4, 0.35, 1).outcome == UNDECIDED  # CI straddles 3/2
+    assert accuracy.order_verdict(1.6, 0.01, 1).outcome == NOT_REPRODUCED  # nearer 2 than 1
+    assert accuracy.at_least_order_verdict(2.7, 0.3, 2).outcome == REPRODUCED
+    assert accuracy.at_least_order_verdict(1.1, 0.05, 2).outcome == NOT_REPRODUCED
+    assert accuracy.at_least_order_verdict(2.7, 2.0, 2).outcome == UNDECIDED
 
 
 def test_accuracy_needs_three_values_of_n() -> None:
@@ -204,4 +282,4 @@ def test_accuracy_needs_three_values_of_n() -> None:
 
 def test_accuracy_reconstruction_note_describes_the_fit() -> None:
     note = " ".join(accuracy.ARTIFACT.reconstructions)
-    assert "every N" in note and "two CI half-widths" not in note
+    assert "every N" in note and "half the distance to the neighbouring order" in note

@@ -34,6 +34,8 @@ from lbrepro.artifacts.general import (
     theta_exp,
     theta_table,
 )
+from lbrepro.artifacts.general.comparisons import CLOSED_FORM
+from lbrepro.artifacts.general.sojourn import TD_CONFLICT
 from lbrepro.artifacts.registry import Paper
 
 PAPER = Paper(
@@ -58,5 +60,27 @@ PAPER = Paper(
         tail.ARTIFACT,
         audit.ARTIFACT,
     ),
+    findings={
+        CLOSED_FORM: (
+            "The published closed form is off: Π_k integrates ∫s_{k−1}(x)^d dx where the "
+            "probability that all d sampled queues hold ≥ k−1 jobs is (∫s_{k−1})^d, so even "
+            "for exponential service Π_2 = ρ^(d+1)/d instead of ρ^(d+1) (0.1715 against "
+            "0.343 at ρ = 0.7, d = 2; Π_3 0.0103 against 0.0824): u_2, u_3 are off by a "
+            "factor 2–6 across the service laws, and T_d by what it inherits. One root "
+            "cause, its instances: general-sojourn (the published T_d, every distribution), "
+            "general-audit (Π_2, Π_3, T_d as the N → ∞ values, every distribution), "
+            "general-tail (Π_2, Π_3 against the simulation at N = 10⁴, formerly labelled "
+            "'finite-N findings', every distribution; and the published rate where it "
+            "fails for a light-tailed law)."
+        ),
+        TD_CONFLICT: (
+            "The seed says its T_d “is the same as Corollary 3.8 in Mitzenmacher” for "
+            "exponential service, i.e. T = Σ_i ρ^((d^i−d)/(d−1)) = 2.614 at ρ = 0.9, d = 2 "
+            "(the exact mean field agrees), while the T_d reconstructed in docs/models.md "
+            "from the seed's surviving text gives 1.946 there (−25.5%). The seed lost the "
+            "equation, so the reconstruction, the seed's statement, or both are wrong; "
+            "general-sojourn's claim shows both numbers."
+        ),
+    },
     order=40,
 )

@@ -9,7 +9,12 @@ from typing import Any
 
 import numpy as np
 
-from lbrepro.artifacts.general.comparisons import model_ref, sim_estimates, table_ref
+from lbrepro.artifacts.general.comparisons import (
+    CLOSED_FORM,
+    model_ref,
+    sim_estimates,
+    table_ref,
+)
 from lbrepro.artifacts.general.config_checks import (
     check_dists,
     check_loads,
@@ -18,18 +23,24 @@ from lbrepro.artifacts.general.config_checks import (
 )
 from lbrepro.artifacts.general.point_runs import PH_NOTE, main_rows, point_rows
 from lbrepro.artifacts.registry import Artifact, Rows
-from lbrepro.core.claims import Claim, consistency, make_claim
+from lbrepro.core.claims import NOT_REPRODUCED, Claim, diagnostic, make_claim
 from lbrepro.core.ids import add_point
 from lbrepro.core.io import select
 from lbrepro.core.stats import Estimate
 from lbrepro.core.tail_verdicts import (
-    geometric_control,
+    NOTCH,
+    doubly_exponential_slope,
+    fraction_margin,
     neighbour_load,
-    resolution,
+    slope_margin,
+    tail_fit,
     tail_levels,
     tail_shape,
+    work_conservation,
 )
-from lbrepro.core.verdicts import EmptyComparisonError, estimate, within
+from lbrepro.core.verdicts import EmptyComparisonError, agrees, estimate, fit_slope
+from lbrepro.meanfield.closed_forms import doubly_exponential_exponent
+from lbrepro.models import general as model
 from lbrepro.models import service
 from lbrepro.plotting.style import METHOD_STYLE, color, new_figure
 from lbrepro.sim.runlength import event_budget
@@ -79,81 +90,134 @@ def simulated_tail(rows: Rows, spec: str, rho: float, d: int) -> tuple[dict[int,
     return {int(r["k"]): estimate(r) for r in sel}, int(sel[0]["N"])
 
 
+def published_slope(
+    levels: list[int], dist: service.ServiceDist, rho: float, d: int, sigma: list[float]
+) -> float:
+    """The slope of log(−log Π_k) of the published Π_k over ``levels``, from its exponents.
+
+    log Π_k = e_k·log ρ + e_(k−1)·log θ with e_k = (d^k − 1)/(d − 1): exact where Π_k itself
+    underflows (a heavy-tailed simulation reaches levels where Π_k < 1e-300). Fitted with
+    the data's weights ``sigma``.
+    """
+    th = model.theta(dist, d)
+    logs = [
+        -(
+            doubly_exponential_exponent(d, k) * math.log(rho)
+            + doubly_exponential_exponent(d, k - 1) * math.log(th)
+        )
+        for k in levels
+    ]
+    return fit_slope(levels, [math.log(v) for v in logs], sigma=sigma).slope
+
+
 def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
-    """Per distribution: doubly exponential decay, the published rate, equilibrium, Π_2, Π_3."""
+    """Per distribution: work conservation (diagnostic), doubly exponential decay, the
+    published rate, and Π_2, Π_3 against the simulation."""
     rho, d = cfg["rho"], cfg["d"]
-    beta_star = d / (d - 1) if d > 1 else math.inf
     claims: list[Claim] = []
     for spec in cfg["dists"]:
-        dist = service.parse(spec)
-        beta = power_tail_index(dist)
-        u, N = simulated_tail(rows, spec, rho, d)
-        theory = "doubly exponential" if beta > beta_star else "power law"
-        longest = select(rows, method="path", quantity="max_queue", dist=spec, rho=rho, d=d)
-        deepest = int(longest[0]["value"]) if longest else max(u)
-        blp = (
-            f"Bramson–Lu–Prabhakar: Ḡ ~ x^−{beta:g}, β {'>' if beta > beta_star else '<'} "
-            f"d/(d−1) = {beta_star:g} ⇒ {theory}"
-            if math.isfinite(beta)
-            else "light-tailed service: doubly exponential expected"
+        claims += _distribution_claims(rows, spec, rho, d)
+    return claims
+
+
+def _distribution_claims(rows: Rows, spec: str, rho: float, d: int) -> list[Claim]:
+    """The diagnostic and the three verdicts of one distribution's run (see :func:`check`)."""
+    dist = service.parse(spec)
+    beta = power_tail_index(dist)
+    beta_star = d / (d - 1) if d > 1 else math.inf
+    u, N = simulated_tail(rows, spec, rho, d)
+    T = measured_time(rows, spec)
+    run = [point_id_fragment(spec)]
+    theory = "doubly exponential" if beta > beta_star else "power law"
+    longest = select(rows, method="path", quantity="max_queue", dist=spec, rho=rho, d=d)
+    deepest = int(longest[0]["value"]) if longest else max(u)
+    blp = (
+        f"Bramson–Lu–Prabhakar: Ḡ ~ x^−{beta:g}, β {'>' if beta > beta_star else '<'} "
+        f"d/(d−1) = {beta_star:g} ⇒ {theory}"
+        if math.isfinite(beta)
+        else "light-tailed service: doubly exponential expected"
+    )
+    levels, _, sig = tail_fit(u, N)
+    s_d = doubly_exponential_slope(levels, d, sig)
+    s_geo = doubly_exponential_slope(levels, 1, sig)
+    m_de = (s_d - s_geo) / 2
+    s_pub = published_slope(levels, dist, rho, d, sig)
+    m_rate = slope_margin(s_pub)
+    light = beta > beta_star  # where Bramson–Lu–Prabhakar give a doubly exponential tail
+    # Work conservation: u_1 = ρ in equilibrium whatever the policy. A failure flags a run
+    # not in equilibrium (heavy tails relax like ∫_t^∞ Ḡ, i.e. t^{1−β}): its verdicts are void.
+    rate = tail_shape(u, N, s_pub, m_rate, what="published Π_k")
+    claims = [
+        diagnostic(
+            f"{dist.label}: the simulation (N = {N}) is in equilibrium — time-average busy "
+            "fraction u_1 equals ρ (work conservation)",
+            work_conservation(u[1], rho, N, T),
+            runs=run,
+        ),
+        make_claim(
+            "“Doubly exponential even for heavy tails” (the paper: for every service law "
+            f"of finite mean): {dist.label}, d = {d}, ρ = {rho:g} — the simulated u_k decay "
+            "doubly exponentially: the slope of log(−log u_k) is nearer that of "
+            f"ρ^((d^k−1)/(d−1)) than a geometric tail's, or steeper (N = {N})",
+            tail_shape(u, N, s_d, m_de, what=f"doubly exponential, base d = {d}", at_least=True),
+            control=(
+                "the geometric tail ρ^k (what a tail that is not doubly exponential, d = 1, "
+                "has) at the same levels",
+                tail_shape(u, N, s_geo, m_de, what="geometric"),
+            ),
+            distance=f"slope {s_geo:.4f} vs {s_d:.4f} at levels {levels}: 2 margins "
+            f"(margin = half the distance, {m_de:.3g})",
+            details=f"{blp}; longest queue seen: {deepest} jobs",
+            runs=run,
+        ),
+        make_claim(
+            f"{dist.label}, d = {d}, ρ = {rho:g}: the published Π_k's rate — the slope of "
+            f"log(−log u_k) is that of Π_k = ρ^((d^k−1)/(d−1))·θ^((d^(k−1)−1)/(d−1)) at the "
+            f"same levels (→ log d = {math.log(d):.3f}), as the paper predicts for every "
+            f"service law (simulation, N = {N})",
+            rate,
+            control=(
+                "a doubly exponential rate one notch slower: Π_k's slope lowered by "
+                f"{NOTCH:g} margins",
+                tail_shape(u, N, s_pub - NOTCH * m_rate, m_rate, what="one notch slower"),
+            ),
+            distance=f"slope {s_pub - NOTCH * m_rate:.4f} vs {s_pub:.4f} at levels {levels}: "
+            f"{NOTCH:g} margins (2% of the slope, {m_rate:.3g})",
+            details=f"{blp}; the doubly exponential regime of a power-law tail need not "
+            "have base d",
+            finding=CLOSED_FORM if light and rate.outcome == NOT_REPRODUCED else None,
+            runs=run,
+        ),
+    ]
+    est, _ = sim_estimates(rows, spec, rho, d, [("u", 2), ("u", 3)], limit=False)
+    refs = [table_ref(rows, "cf", spec, rho, d, ("u", k)) for k in (2, 3)]
+    rho2 = neighbour_load(rho)
+    alt = model_ref("cf", spec, rho2, d, [("u", 2), ("u", 3)])
+    margins = [fraction_margin(r, N, T) for r in refs]
+    far = max(abs(a - r) / m for a, r, m in zip(alt, refs, margins, strict=True))
+    labels = ["u_2", "u_3"]
+    verdict = agrees(est, refs, margin=margins, labels=labels)
+    claims.append(
+        make_claim(
+            f"{dist.label}, d = {d}, ρ = {rho:g}: the published Π_2, Π_3 are the fixed point "
+            f"— the simulated u_2, u_3 at N = {N} agree with them (2% margin; the 1/N offset "
+            "is far below it at this N)",
+            verdict,
+            control=(
+                f"the published Π_2, Π_3 at the neighbouring load {rho2:g}",
+                agrees(est, alt, margin=margins, labels=labels),
+            ),
+            distance=f"ρ − {rho - rho2:.2g}: up to {far:.1f} margins from the prediction",
+            details="ratios sim/published: "
+            + ", ".join(
+                f"{lab} {e.mean / r:.3g}"
+                for lab, e, r in zip(labels, est, refs, strict=True)
+                if r > 0
+            ),
+            finding=CLOSED_FORM if verdict.outcome == NOT_REPRODUCED else None,
+            runs=run,
         )
-        claims.append(
-            make_claim(
-                "“Doubly exponential even for heavy tails” (the paper: for every service law "
-                "of finite mean): "
-                f"{dist.label}, d = {d}, ρ = {rho:g} — simulated u_k decay doubly "
-                f"exponentially — log(−log u_k) rises significantly faster than for a geometric "
-                f"tail (N = {N})",
-                tail_shape(u, d, N, base=False),
-                control=(
-                    f"the geometric tail ρ^k (d = 1) at ρ = {rho:g}, with the claim's relative CI",
-                    tail_shape(geometric_control(rho, u, N), d, N, base=False),
-                ),
-                details=f"{blp}; longest queue seen: {deepest} jobs",
-            )
-        )
-        geo = geometric_control(rho, u, N)
-        claims.append(
-            make_claim(
-                f"{dist.label}, d = {d}, ρ = {rho:g}: the published Π_k's rate — log(−log u_k) "
-                f"rises with slope log d = {math.log(d):.3f}, as Π_k = ρ^((d^k−1)/(d−1))·"
-                f"θ^((d^(k−1)−1)/(d−1)) predicts for every service law (simulation, N = {N})",
-                tail_shape(u, d, N),
-                control=(
-                    f"the geometric tail ρ^k (d = 1) at ρ = {rho:g}, with the claim's relative CI",
-                    tail_shape(geo, d, N),
-                ),
-                details=f"{blp}; the doubly exponential regime of a power-law tail need not "
-                "have base d",
-            )
-        )
-        # Work conservation: u_1 = ρ in equilibrium whatever the policy, so this cannot fail
-        # in a stationary run; a failure flags a warm-up too short for the service tail (heavy
-        # tails relax like ∫_t^∞ Ḡ, i.e. t^{1−β}).
-        claims.append(
-            consistency(
-                f"{dist.label}: the simulation is in equilibrium — time-average busy fraction "
-                "u_1 equals ρ (work conservation)",
-                within([u[1]], [rho], allowance=resolution(N, measured_time(rows, spec))),
-            )
-        )
-        est, allow = sim_estimates(rows, spec, rho, d, [("u", 2), ("u", 3)], limit=False)
-        refs = [table_ref(rows, "cf", spec, rho, d, ("u", k)) for k in (2, 3)]
-        alt = model_ref("cf", spec, neighbour_load(rho), d, [("u", 2), ("u", 3)])
-        labels = ["u_2", "u_3"]
-        claims.append(
-            make_claim(
-                f"{dist.label}, d = {d}, ρ = {rho:g}: finite-N finding — at N = {N} the "
-                "simulated u_2, u_3 lie within their CI of the published Π_2, Π_3",
-                within(est, refs, allowance=allow, labels=labels),
-                control=(
-                    f"the published Π_2, Π_3 at the neighbouring load {neighbour_load(rho):g}",
-                    within(est, alt, allowance=allow, labels=labels),
-                ),
-                source="lbrepro",
-                details="the N → ∞ test of the published form is general-audit's",
-            )
-        )
+    )
     return claims
 
 
@@ -245,9 +309,7 @@ def summary(rows: Rows) -> Rows:
     for s in select(rows, method="path", quantity="max_queue"):
         key = {"dist": s["dist"], "rho": s["rho"], "d": s["d"]}
         u_est, N = simulated_tail(rows, s["dist"], s["rho"], s["d"])
-        shape = (
-            tail_shape(u_est, s["d"], N, base=False) if len(tail_levels(u_est, N)) >= 2 else None
-        )
+        shape = tail_fit(u_est, N)[1] if len(tail_levels(u_est, N)) >= 2 else None
         u = {r["k"]: r for r in select(rows, method="sim", quantity="u", **key)}
         cf = {r["k"]: r["value"] for r in select(rows, method="cf", quantity="u", **key)}
         out.append(
@@ -258,7 +320,7 @@ def summary(rows: Rows) -> Rows:
                 "published Π_2": f"{cf[2]:.4g}",
                 "sim u_4": f"{u[4]['value']:.3g}" if 4 in u else "—",
                 "published Π_4": f"{cf.get(4, 0.0):.3g}",
-                "log(−log u_k) slope": "—" if shape is None else f"{shape.measured:.3f}",
+                "log(−log u_k) slope": "—" if shape is None else f"{shape.slope:.3f}",
                 "largest queue": int(s["value"]),
                 "events": f"{s['events']:.3g}",
             }
@@ -292,17 +354,28 @@ ARTIFACT = Artifact(
         "configured horizon, its CI comes from batch means over it, and it is reported as not "
         "converged (the interval is too narrow).",
         "Doubly exponential verdict (ours): the slope of log(−log u_k), fitted by weighted "
-        "least squares over the deepest 3 levels held by ≥ 10 servers on average, must "
-        "have its 95% interval wholly above the slope a geometric tail ρ^k has at the same "
-        "levels (log k against k). The control applies the same statistic to the "
-        "geometric tail ρ^k at the same load with the claim's relative CI. The published "
-        "Π_k's own rate, slope → log d, is a separate claim (the same fit's 95% interval "
-        "must also reach log d): Bramson, Lu & Prabhakar's doubly exponential regime for "
-        "power-law tails need not have base d.",
+        "least squares over the deepest 3 levels held by ≥ 10 servers on average, must lie "
+        "above the midpoint between the slope of ρ^((d^k−1)/(d−1)) and that of a geometric "
+        "tail ρ^k at the same levels and weights (nearer the doubly exponential tail, or "
+        "steeper): the margin is half that distance, and the control — the tail is "
+        "geometric, the closest tail that is not doubly exponential — lies 2 margins away.",
+        "The published Π_k's rate (the paper's Π_k for every service law): the same fit must "
+        "agree with the slope of log(−log Π_k) at the same levels and weights within the "
+        "default 2% relative margin; the control is a rate one notch slower, Π_k's slope "
+        "lowered by 3 margins. (Half the step to the closed form of base d − ½, the first "
+        "rule tried, put Erlang-2's true slope on the margin: it moved between reproduced "
+        "and not reproduced across seeds.) "
+        "Bramson, Lu & Prabhakar's doubly exponential regime of power-law tails need not "
+        "have base d.",
+        "Π_2, Π_3 against the simulation at N (the former 'finite-N finding'): at N = 10⁴ "
+        "the 1/N offset of u_2, u_3 is ~10⁻⁴, far below the 2% margin, so the comparison "
+        "tests the published fixed point itself; where it fails, the cause is the closed-"
+        "form defect (finding closed-form), not N.",
         "Runs start empty. With Ḡ(x) ~ x^−β the busy fraction relaxes to ρ only like "
-        "t^(1−β) (t^−0.5 for Lomax α = 1.5), so a check that the simulated u_1 equals ρ is "
-        "reported for every distribution as an equilibrium diagnostic (a consistency check: "
-        "work conservation).",
+        "t^(1−β) (t^−0.5 for Lomax α = 1.5), so work conservation (u_1 = ρ: the 95% "
+        "interval rescaled to 99.9% covers ρ, and the run converged) is a diagnostic per "
+        "distribution: when it fails (Lomax α = 1.5 in the full run: u_1 = 0.6934 against "
+        "0.7) every verdict on that run is undecided (invalid run).",
         PH_NOTE,
     ),
 )

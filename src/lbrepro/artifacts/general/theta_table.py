@@ -12,7 +12,7 @@ import numpy as np
 from lbrepro.artifacts.registry import Artifact, Rows
 from lbrepro.core.claims import Claim, close, consistency, make_claim
 from lbrepro.core.io import select
-from lbrepro.core.verdicts import EmptyComparisonError, Verdict
+from lbrepro.core.verdicts import EmptyComparisonError, Verdict, exact
 from lbrepro.models import general as model
 from lbrepro.models import service
 
@@ -74,12 +74,12 @@ def theta_monotone(
         raise EmptyComparisonError(f"θ monotone in {along}: no pairs to compare")
     bad = [b for a, b in pairs if not grid[b] < grid[a]]
     worst = max(pairs, key=lambda ab: grid[ab[1]] - grid[ab[0]])
-    return Verdict(
-        passed=not bad,
-        measured=f"{len(pairs) - len(bad)}/{len(pairs)} steps decrease",
-        expected=f"θ strictly decreasing in {along}",
-        tolerance="exact (quadrature, 1e-12 relative)",
-        details=(
+    return exact(
+        not bad,
+        f"{len(pairs) - len(bad)}/{len(pairs)} steps decrease",
+        f"θ strictly decreasing in {along}",
+        "exact (quadrature, 1e-12 relative)",
+        (
             f"largest step θ{worst[0]} = {grid[worst[0]]:.6g} → θ{worst[1]} = "
             f"{grid[worst[1]]:.6g}" + (f"; not decreasing at (m, d) = {bad}" if bad else "")
         ),
@@ -88,12 +88,12 @@ def theta_monotone(
 
 def both_readings(va: Verdict, vb: Verdict) -> Verdict:
     """One verdict over readings A and B: passes when both do."""
-    return Verdict(
-        passed=bool(va.passed and vb.passed),
-        measured=f"A: {va.measured}; B: {vb.measured}",
-        expected=va.expected,
-        tolerance=va.tolerance,
-        details=f"A: {va.details}; B: {vb.details}",
+    return exact(
+        va.passed and vb.passed,
+        f"A: {va.measured}; B: {vb.measured}",
+        va.expected,
+        va.tolerance,
+        f"A: {va.details}; B: {vb.details}",
     )
 
 
@@ -118,6 +118,8 @@ def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
                 f"reading B ({READINGS['B']}): the same test on its θ",
                 theta_monotone(b, "m", d2, ms),
             ),
+            distance="the other reading of the same example: μ = 1 instead of 1/m in θ "
+            "(Ḡ summed to m, one phase more)",
             details="the paper's claim holds under reading A only; see the reconstruction note",
         ),
         consistency(

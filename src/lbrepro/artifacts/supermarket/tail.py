@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -20,19 +21,23 @@ from lbrepro.artifacts.supermarket.simulation import (
     simulate_point,
     simulation_cost,
 )
-from lbrepro.core.claims import Claim, make_claim
+from lbrepro.core.claims import Claim, diagnostic, make_claim
 from lbrepro.core.errors import ConfigError
 from lbrepro.core.ids import add_point, num
 from lbrepro.core.io import select
 from lbrepro.core.stats import Estimate
 from lbrepro.core.tail_verdicts import (
-    geometric_control,
+    NOTCH,
+    TAIL_SERVERS,
+    doubly_exponential_slope,
+    fraction_margin,
     neighbour_load,
-    resolution,
-    tail_levels,
+    slope_margin,
+    tail_fit,
     tail_shape,
+    work_conservation,
 )
-from lbrepro.core.verdicts import Verdict, estimate, fit_slope, within
+from lbrepro.core.verdicts import EmptyComparisonError, agrees, estimate
 from lbrepro.models import supermarket as model
 from lbrepro.plotting.style import METHOD_STYLE, color, new_figure
 
@@ -119,86 +124,113 @@ def _reference_tail(rows: Rows, method: str, rho: float, d: int) -> dict[int, fl
     }
 
 
-def _limit_claims(rows: Rows, rho: float, d: int) -> list[Claim]:
-    """The closed form as the N → ∞ limit (paper) and at fixed N (finite-N lbrepro finding).
+def run_label(rho: float, d: int) -> str:
+    """The run label of one (ρ, d) simulation: its point id (diagnostics gate by it)."""
+    return f"rho{num(rho)}-d{d}"
+
+
+def _run_facts(rows: Rows, rho: float, d: int) -> tuple[int, float]:
+    """(N, measured time) of one (ρ, d) simulation."""
+    first = select(rows, method="sim", quantity="u", rho=rho, d=d)[0]
+    return int(first["N"]), float(first["measured_time"])
+
+
+def limit_levels(reference: Mapping[int, float], N: int) -> list[int]:
+    """The levels 2..KMAX a limit claim compares: held by ≥ TAIL_SERVERS servers on average.
+
+    u_1 = ρ by work conservation (a diagnostic, not a test); a deeper level held by fewer
+    servers is not resolved at a 2% margin by any run of the profile's length. Chosen from
+    the reference, so every seed compares the same levels.
+    """
+    return [k for k in range(2, KMAX + 1) if reference.get(k, 0.0) >= TAIL_SERVERS / N]
+
+
+def _work_conservation(rows: Rows, rho: float, d: int) -> Claim:
+    """u₁ = ρ on the run of (ρ, d): the diagnostic that gates its verdicts."""
+    N, T = _run_facts(rows, rho, d)
+    return diagnostic(
+        f"ρ = {rho:g}, d = {d}: the simulation (N = {N}) conserves work — the time-average "
+        "busy fraction u_1 equals ρ",
+        work_conservation(_simulated_tail(rows, rho, d)[1], rho, N, T),
+        runs=[run_label(rho, d)],
+    )
+
+
+def _limit_claim(rows: Rows, rho: float, d: int) -> Claim:
+    """The closed form as the N → ∞ limit of u_2..u_4, judged at N through its 1/N correction.
 
     The paper's statement is about N → ∞; a simulation at finite N sits O(1/N) away from it,
-    and a long run resolves that offset. So the limit is tested against the closed form plus
-    its 1/N correction V_k/N (refined mean field: exact at this N up to O(1/N²)); the plain
-    closed form at this N is kept as a labelled finite-N finding. Both use :func:`within`
-    with the one allowance of :func:`resolution`, and both controls replace the closed form
-    by the closed form at a neighbouring load, which the same statistic must reject.
+    which a long run resolves. So the simulation is compared with the closed form plus its
+    1/N correction V_k/N (refined mean field: exact at this N up to O(1/N²)), each level with
+    the default 2% agreement margin (at least the run's resolution 1/(N·T)). The control is
+    the closed form at the neighbouring load plus the same V_k/N.
     """
-    sim_rows = {r["k"]: r for r in select(rows, method="sim", quantity="u", rho=rho, d=d)}
     sim = _simulated_tail(rows, rho, d)
-    ks = list(range(1, KMAX + 1))
-    first = sim_rows[1]
-    N, T = int(first["N"]), float(first["measured_time"])
+    N, T = _run_facts(rows, rho, d)
     cf, mf, rmf = (_reference_tail(rows, m, rho, d) for m in ("cf", "mf", "rmf"))
-    corr = {k: rmf[k] - mf[k] for k in ks}  # V_k / N
+    ref = {k: cf[k] + rmf[k] - mf[k] for k in cf}  # closed form + V_k/N
+    ks = limit_levels(ref, N)
+    if not ks:
+        raise EmptyComparisonError(f"ρ = {rho:g}, d = {d}: no level u_2.. held by 10 servers")
     rho2 = neighbour_load(rho)
     alt = model.fixed_point_closed_form(rho2, d)
-    alt_u = {k: float(alt[k]) if k < len(alt) else 0.0 for k in ks}
+    alt_u = {k: (float(alt[k]) if k < len(alt) else 0.0) + rmf[k] - mf[k] for k in ks}
     est = [sim[k] for k in ks]
+    margins = [fraction_margin(ref[k], N, T) for k in ks]
     labels = [f"u_{k}" for k in ks]
-    allow = resolution(N, T)
-
-    def test(ref: Mapping[int, float], plus: Mapping[int, float] | None = None) -> Verdict:
-        """``within`` of the simulated u_1..u_KMAX against ref (+ plus), one allowance."""
-        refs = [ref[k] + (plus[k] if plus else 0.0) for k in ks]
-        return within(est, refs, allowance=allow, labels=labels)
-
-    neighbour = f"the closed form at the neighbouring load ρ = {rho2:g}"
-    v_note = "V_k/N = " + ", ".join(f"{corr[k]:+.2e}" for k in ks)
-    return [
-        make_claim(
-            f"ρ = {rho:g}, d = {d}: the closed form ρ^((d^k−1)/(d−1)) is the N → ∞ limit of "
-            f"u_k (k ≤ {KMAX}) — the simulation at N = {N} agrees with it once its 1/N "
-            "correction V_k/N (refined mean field) is added",
-            test(cf, corr),
-            control=(f"{neighbour}, plus the same V_k/N", test(alt_u, corr)),
-            details=v_note,
+    far = max(abs(alt_u[k] - ref[k]) / m for k, m in zip(ks, margins, strict=True))
+    offsets = ", ".join(
+        f"u_{k}: sim − cf = {sim[k].mean - cf[k]:+.2e} ± {sim[k].half_width:.1e} vs V_k/N = "
+        f"{rmf[k] - mf[k]:+.2e}"
+        for k in ks
+    )
+    return make_claim(
+        f"ρ = {rho:g}, d = {d}: the closed form ρ^((d^k−1)/(d−1)) is the N → ∞ limit of "
+        f"u_k — the simulation at N = {N} agrees with it (2% margin, u_2..u_{ks[-1]}) once "
+        "its 1/N correction V_k/N (refined mean field) is added",
+        agrees(est, [ref[k] for k in ks], margin=margins, labels=labels),
+        control=(
+            f"the closed form at the neighbouring load ρ = {rho2:g}, plus the same V_k/N",
+            agrees(est, [alt_u[k] for k in ks], margin=margins, labels=labels),
         ),
-        make_claim(
-            f"ρ = {rho:g}, d = {d}: finite-N finding — at N = {N} the simulated u_k "
-            f"(k ≤ {KMAX}) lie within the CI of the plain closed form (no 1/N correction)",
-            test(cf),
-            control=(neighbour, test(alt_u)),
-            source="lbrepro",
-            details=f"a failure here is the O(1/N) offset, resolved by a long run: {v_note}",
-        ),
-    ]
+        distance=f"ρ − {rho - rho2:.2g}: up to {far:.1f} margins from the prediction "
+        f"(at the level farthest off)",
+        details=f"the O(1/N) offset: {offsets}",
+        runs=[run_label(rho, d)],
+    )
 
 
 def _tail_claim(rows: Rows, rho: float, d: int) -> Claim:
-    """Doubly exponential tail (simulation), with the d = 1 geometric tail as its control.
+    """Doubly exponential tail with rate log d (simulation), against a rate one notch slower.
 
     The claim is about N → ∞, so the simulated u_k are first moved to the limit by removing
-    their 1/N offset V_k/N (refined mean field; V = 0 for d = 1, so the control is unchanged).
+    their 1/N offset V_k/N (refined mean field). The slope of log(−log u_k) over the fit's
+    levels must agree with the closed form's at the same levels and weights (it exceeds
+    log d at finite depth) within the default 2% margin; the control is the near miss, a
+    slope NOTCH = 3 margins lower (a doubly exponential rate one notch slower).
     """
-    N = int(select(rows, method="sim", quantity="u", rho=rho, d=d)[0]["N"])
+    N, _ = _run_facts(rows, rho, d)
     sim = _to_limit(rows, rho, d)
-    geo = _to_limit(rows, rho, 1)
-    if len(tail_levels(geo, N)) >= 2:
-        what = f"the simulated d = 1 tail (geometric, ρ^k) at ρ = {rho:g}, same statistic"
-    else:
-        geo = geometric_control(rho, sim, N)
-        what = f"the geometric tail ρ^k (d = 1) at ρ = {rho:g}, with the claim's relative CI"
-    cf = _reference_tail(rows, "cf", rho, d)
-    levels = tail_levels(sim, N)
-    cf_levels = [k for k in levels if 0 < cf.get(k, 0.0) < 1]
-    cf_slope = (
-        fit_slope(cf_levels, [math.log(-math.log(cf[k])) for k in cf_levels]).slope
-        if len(cf_levels) >= 2
-        else math.nan
-    )
+    levels, _, sig = tail_fit(sim, N)
+    s_d = doubly_exponential_slope(levels, d, sig)
+    margin = slope_margin(s_d)
+    s_near = s_d - NOTCH * margin
     return make_claim(
-        f"ρ = {rho:g}, d = {d}: the tail decays doubly exponentially — log(−log u_k) grows "
-        f"in k with slope at least log d (simulation at N = {N}, moved to N → ∞ by −V_k/N)",
-        tail_shape(sim, d, N),
-        control=(what, tail_shape(geo, d, N)),
-        details=f"simulated u_k − V_k/N; the closed form's slope over the same levels is "
-        f"{cf_slope:.3f}",
+        f"ρ = {rho:g}, d = {d}: the tail decays doubly exponentially with rate log d — "
+        "the slope of log(−log u_k) agrees with the closed form's at the same levels "
+        f"(simulation at N = {N}, moved to N → ∞ by −V_k/N)",
+        tail_shape(sim, N, s_d, margin, what=f"closed form, base d = {d}"),
+        control=(
+            f"a doubly exponential rate one notch slower: the closed form's slope lowered by "
+            f"{NOTCH:g} margins ({s_near:.4f})",
+            tail_shape(sim, N, s_near, margin, what="one notch slower"),
+        ),
+        distance=f"slope {s_near:.4f} vs {s_d:.4f} at levels {levels}: {NOTCH:g} margins "
+        f"(2% of the slope, {margin:.3g}); log d = {math.log(d):.3f}; the closed form of base "
+        f"d − ½ would be {(s_d - doubly_exponential_slope(levels, d - 0.5, sig)) / margin:.1f}"
+        " margins away",
+        details="simulated u_k − V_k/N",
+        runs=[run_label(rho, d)],
     )
 
 
@@ -211,16 +243,16 @@ def _to_limit(rows: Rows, rho: float, d: int) -> dict[int, Estimate]:
     out = {}
     for k, e in sim.items():
         c = rmf.get(k, 0.0) - mf.get(k, 0.0)
-        out[k] = Estimate(e.mean - c, e.low - c, e.high - c, e.half_width, e.batches, e.N)
+        out[k] = replace(e, mean=e.mean - c, low=e.low - c, high=e.high - c)
     return out
 
 
 def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
-    """The limit claims of every (ρ, d), then the doubly exponential tail of every d ≥ 2."""
+    """Per (ρ, d): work conservation (diagnostic) and the limit claim; per d ≥ 2 the tail."""
     claims: list[Claim] = []
     for rho in cfg["rho"]:
         for d in cfg["d"]:
-            claims += _limit_claims(rows, rho, d)
+            claims += [_work_conservation(rows, rho, d), _limit_claim(rows, rho, d)]
     for rho in cfg["rho"]:
         for d in (d for d in cfg["d"] if d >= 2):
             claims.append(_tail_claim(rows, rho, d))
@@ -354,17 +386,25 @@ ARTIFACT = Artifact(
         "mean field.",
         "Claim rules (ours): the closed form is an N → ∞ statement, so it is judged against "
         "the simulation at N after adding its 1/N correction V_k/N from the refined mean "
-        "field (u_k + V_k/N is exact at this N up to O(1/N²)); the comparison with the "
-        "plain closed form at this N is a labelled finite-N finding, which a long run "
-        "fails by the resolved O(1/N) offset. Both use the Bonferroni-widened 95% CI over "
-        "u_1..u_4 plus one allowance, the resolution 1/(N·T) of a time-averaged fraction; "
-        "their control is the closed form at the neighbouring load ρ − 0.02.",
-        "Doubly exponential tail (ours): the slope of log(−log u_k), weighted least squares "
-        "over the deepest 3 levels held by ≥ 10 servers on average, must have a 95% "
-        "interval that reaches log d and lies wholly above the slope of a geometric tail "
-        "(log k) at the same levels; the control is the same statistic on d = 1 at the "
-        "same load (the simulated d = 1 run if the sweep has it, else ρ^k). The claim is "
-        "about N → ∞, so the simulated u_k enter the fit minus their refined-mean-field "
-        "offset V_k/N (zero for d = 1).",
+        "field (u_k + V_k/N is exact at this N up to O(1/N²)). Levels u_2..u_4 held by at "
+        "least 10 servers on average (chosen from the reference, the same at every seed) "
+        "must agree within the default 2% relative margin (docs/methods.md; at least the "
+        "resolution 1/(N·T) of a time-averaged fraction): equivalence, two one-sided tests "
+        "on the Bonferroni-widened 95% CIs. The measured offset sim − cf is shown beside "
+        "V_k/N in the claim; the former comparison with the plain closed form at this N (a "
+        "'finite-N finding') is dropped — it was the same statistic with the offset left "
+        "in. Control: the closed form at the neighbouring load ρ − 0.02 plus the same "
+        "V_k/N, its distance stated in margins.",
+        "u_1 = ρ holds exactly by work conservation at every N, so it is not a tested level: "
+        "it is a diagnostic per run (the 95% interval rescaled to 99.9% must cover ρ, and "
+        "the run must have converged); a failure makes every verdict on that run undecided "
+        "(invalid run).",
+        "Doubly exponential tail with rate log d (ours): the slope of log(−log u_k), weighted "
+        "least squares over the deepest 3 levels held by ≥ 10 servers on average, must agree "
+        "with the closed form's slope at the same levels and weights (which exceeds log d at "
+        "finite depth) within the default 2% relative margin; the control is the near miss, "
+        "a doubly exponential rate one notch slower — the slope lowered by 3 margins. The "
+        "geometric tail (d = 1) is not used: it is far from the claim. The simulated u_k "
+        "enter the fit minus their refined-mean-field offset V_k/N.",
     ),
 )
