@@ -612,7 +612,3 @@ def slope_in(
         f"intercept {fit.intercept:.4g}",
     )
 
-
-def within(*args: Any, **kwargs: Any) -> Verdict:  # pragma: no cover - removed before release
-    """Retired: a reference inside an interval is not agreement. Use :func:`agrees`."""
-    raise NotImplementedError("within() is retired: judge agreement with agrees(margin=...)")
