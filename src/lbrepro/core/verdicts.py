@@ -611,4 +611,3 @@ def slope_in(
         details=f"least squares: {what} {fit.slope:.4g} ± {fit.se:.2g}, "
         f"intercept {fit.intercept:.4g}",
     )
-
