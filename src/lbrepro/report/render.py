@@ -86,22 +86,15 @@ MARKS = {
 #: The coverage record's columns shown in the report, with their headings.
 COVERAGE_COLUMNS = {
     "case": "case",
-    "reference": "known answer",
     "exact": "value",
     "replications": "replications",
-    "slow_mixing": "slow mixing",
+    "converged_fraction": "converged",
     "coverage": "coverage (converged runs)",
     "coverage_wilson95": "coverage 95% (Wilson)",
-    "coverage_x1.3": "coverage ×1.3 widened",
-    "coverage_x2": "coverage ×2 widened",
-    "coverage_all_runs": "coverage (all runs)",
-    "note": "note",
-    "mean_estimate": "mean estimate",
+    "coverage_x1.3": "×1.3 widened",
+    "coverage_x2": "×2 widened",
+    "coverage_all_runs": "all runs",
     "mean_half_width": "mean half-width",
-    "mean_warmup_used": "mean warm-up used",
-    "mean_batches": "mean batches",
-    "converged_fraction": "converged",
-    "fallback_fraction": "not converged (fallback interval)",
 }
 
 
