@@ -29,7 +29,8 @@ def test_version_is_written_once_and_agrees_everywhere():
     assert re.fullmatch(r"\d+\.\d+\.\d+", version), version
     assert str(_citation()["version"]) == version
     changelog = (ROOT / "CHANGELOG.md").read_text()
-    first = re.search(r"^## (\S+)", changelog, re.M).group(1)
+    # The latest released entry (an "Unreleased" section above it collects what comes next).
+    first = re.search(r"^## (?!Unreleased)(\S+)", changelog, re.M).group(1)
     assert first == version, f"CHANGELOG.md's latest entry is {first}, the version {version}"
     snakefile = (ROOT / "workflow" / "Snakefile").read_text()
     image = re.search(r'^container: "([^"]+)"', snakefile, re.M).group(1)
@@ -58,3 +59,22 @@ def test_citation_names_every_reproduced_paper():
             assert re.fullmatch(r"10\.\d{4,9}/\S+", str(ref["doi"])), ref["doi"]
         else:  # a reference without a DOI says so
             assert "no DOI found" in ref.get("notes", ""), ref["title"]
+
+
+def test_every_paper_links_to_the_reference_citation_cff_names():
+    """The report links each paper's citation: to its DOI where CITATION.cff gives one, else to
+    the preprint CITATION.cff names; the classic supermarket model links to its DOI."""
+    refs = _citation()["references"]
+    for slug, paper in papers().items():
+        assert re.fullmatch(
+            r"https://(doi\.org/10\.\d{4,9}/\S+|arxiv\.org/abs/\d{4}\.\d{4,5})", paper.url
+        ), (
+            slug,
+            paper.url,
+        )
+        if slug == "supermarket":
+            continue
+        title = paper.title.casefold()
+        (ref,) = [r for r in refs if title in (r["title"] + " " + r.get("notes", "")).casefold()]
+        expected = f"https://doi.org/{ref['doi']}" if "doi" in ref else ref["url"]
+        assert paper.url == expected, (slug, paper.url, expected)

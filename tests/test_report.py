@@ -17,7 +17,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from lbrepro.artifacts.registry import Artifact, Paper
-from lbrepro.config import config_hash
+from lbrepro.config import config_hash, read_config_file
 from lbrepro.core.claims import (
     NOT_REPRODUCED,
     REPRODUCED,
@@ -32,7 +32,15 @@ from lbrepro.core.claims import (
 from lbrepro.core.io import write_json, write_table
 from lbrepro.core.verdicts import Verdict
 from lbrepro.report import provenance as prov
-from lbrepro.report.render import build_context, conclusion, duration, fmt, readable, render_report
+from lbrepro.report.render import (
+    build_context,
+    conclusion,
+    duration,
+    fmt,
+    readable,
+    regenerate_command,
+    render_report,
+)
 from lbrepro.report.runtimes import OTHER, aggregate, read_benchmarks
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "report" / "templates"
@@ -400,7 +408,7 @@ def test_paper_claims_first_and_ours_in_their_own_table(html: str) -> None:
     assert text.index("paper-claims") < text.index("own-checks")
     order = [paper.index(t) for t in ("u_2 matches", "mean sojourn", "u_5 agrees", "u_1 matches")]
     assert order == sorted(order)  # failures, invalid runs, undecided, reproduced
-    assert '<tr class="failed">' in paper
+    assert '<tr class="failed" data-claim-row' in paper
 
 
 def test_artifact_badges_and_marks_follow_paper_claims(tree: FakeTree, html: str) -> None:
@@ -570,7 +578,9 @@ def test_methods_section_shows_seed_stability(tree: FakeTree, tmp_path: Path) ->
 
 def test_claim_text_is_escaped(html: str) -> None:
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
-    assert "<script" not in html
+    assert "<script>alert(1)" not in html
+    # The one script is the report's own claim filters.
+    assert html.count("<script") == 1 and "The summary's claim filters" in html
 
 
 def test_relative_paths_resolve(tree: FakeTree) -> None:
@@ -771,3 +781,68 @@ def test_provenance_names_the_source_checkout_not_the_run_folder(tree: FakeTree)
     html = tree.render(source=repo).read_text(encoding="utf-8")
     block = re.search(r'<section id="provenance">(.*?)</section>', html, re.S).group(1)
     assert state["commit"] in block
+
+
+def test_each_artifact_names_the_command_that_regenerates_it(tree: FakeTree) -> None:
+    """Per artifact, the exact command: Snakemake with the config the report wrote beside
+    itself (read back, it is the run's config) forcing that artifact's targets, nothing else."""
+    import shlex
+    from html import escape
+
+    text = tree.render().read_text(encoding="utf-8")
+    written = tree.root / "report" / "config.yaml"
+    assert read_config_file(written) == tree.config
+    assert 'href="config.yaml"' in text  # linked from the provenance section
+    for artifact in tree.artifacts:
+        command = regenerate_command(artifact, "report/config.yaml")
+        assert text.count(f"<code>{escape(command, quote=False)}</code>") == 1, command
+        argv = shlex.split(command)
+        assert argv[:6] == [
+            "snakemake",
+            "--cores",
+            "all",
+            "--configfile",
+            "report/config.yaml",
+            "--forceall",
+        ]
+        assert argv[6:] == list(artifact.paths().values())
+    # A path with a space is quoted, so the command still runs as printed.
+    odd = regenerate_command(tree.artifacts[0], "my runs/config.yaml")
+    assert shlex.split(odd)[4] == "my runs/config.yaml"
+
+
+def test_paper_citations_link_to_the_paper(tree: FakeTree) -> None:
+    """Each paper's citation links to it, in its section and in the provenance's list."""
+    papers = dict(tree.papers)
+    papers["toy"] = Paper(
+        "toy", "A toy paper", "A. Author", "Author, 2024.", "Toys.", url="https://doi.org/10.1/toy"
+    )
+    text = render_report(
+        tree.config, root=tree.root, artifacts=tree.artifacts, papers=papers, templates=TEMPLATES
+    ).read_text(encoding="utf-8")
+    section = block(text, r'<section class="paper" id="paper-toy">(.*?)</section>')
+    assert '<p class="citation">Author, 2024. <a href="https://doi.org/10.1/toy">' in section
+    cited = block(text, r'<table class="params papers-cited">(.*?)</table>')
+    assert 'href="https://doi.org/10.1/toy"' in cited and "Author, 2024." in cited
+
+
+def test_claim_filters_offer_what_the_summary_holds(html: str) -> None:
+    """The filter form (shown by its script) offers every paper with a section and every
+    status among the summary's claims; each summary row carries what the filters read."""
+    form = block(html, r'<form class="filters" id="claim-filters"(.*?)</form>')
+    assert re.findall(
+        r'<option value="([^"]*)">', block(form, r'id="filter-paper">(.*?)</select>')
+    ) == ["", "toy"]
+    statuses = re.findall(
+        r'<option value="([^"]*)">', block(form, r'id="filter-status">(.*?)</select>')
+    )
+    assert statuses == [
+        "",
+        "not reproduced",
+        "invalid run",
+        "diagnostic failed",
+        "undecided",
+        "reproduced",
+    ]
+    rows = re.findall(r"<tr[^>]*data-claim-row[^>]*>", html)
+    assert rows and all('data-paper="toy"' in r and 'data-source="' in r for r in rows)

@@ -4,6 +4,9 @@ its outputs, claims, rerun, Snakemake's own report, and our report in a real hea
 
 from __future__ import annotations
 
+import html
+import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -188,3 +191,36 @@ def test_quick_profile_report_in_a_real_browser(quick_run, browser):
     assert result["images_total"] >= 2 and not result["broken"], result
     assert not result["severe"], result
     assert shot.stat().st_size > 10_000
+
+
+def test_regenerate_command_reruns_just_that_artifact_with_the_runs_config(
+    quick_run, run_snakemake
+):
+    """Each artifact's command in the report, run as printed from the run's folder (here as a
+    dry run): it plans every job of that artifact — its points, table, figure and checks — and
+    nothing else, with the config the run had (report/config.yaml holds it whole)."""
+    from lbrepro.config import read_config_file
+
+    assert read_config_file(quick_run.directory / "report" / "config.yaml") == QUICK_CONFIG
+    page = (quick_run.directory / "report" / "index.html").read_text(encoding="utf-8")
+    commands = dict(
+        re.findall(
+            r'<article class="artifact" id="([^"]+)">'
+            r'.*?<p class="command">[^<]*<code>([^<]+)</code>',
+            page,
+            re.S,
+        )
+    )
+    assert set(commands) == {a.id for a in registry.enabled(QUICK_CONFIG)}
+    artifact = registry.get("supermarket-tail")
+    argv = shlex.split(html.unescape(commands[artifact.id]))
+    assert argv[0] == "snakemake" and argv[-len(artifact.paths()) :] == list(
+        artifact.paths().values()
+    )
+    run = run_snakemake("-n", *argv[1:], cwd=quick_run.directory)
+    out = run.stdout + run.stderr
+    assert run.returncode == 0, out[-3000:]
+    planned = set(re.findall(r"artifact=([a-z0-9-]+)", out))
+    assert planned == {artifact.id}, planned
+    rules = set(re.findall(r"^(?:local)?rule (\w+):", out, re.M))
+    assert rules == {"compute_points", "collect_table", "plot_figure", "check_claims"}, rules

@@ -11,6 +11,7 @@ from lbrepro.artifacts.registry import (
     FIGURE_SVG,
     JOB,
     REPORT,
+    REPORT_CONFIG,
     TABLE,
     enabled,
     get as get_artifact,

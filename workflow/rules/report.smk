@@ -7,6 +7,7 @@ rule report:
         templates=TEMPLATE_FILES,
     output:
         REPORT,
+        config=REPORT_CONFIG,
     log:
         "logs/report.log",
     benchmark:

@@ -10,6 +10,7 @@ with logging_to(snakemake.log[0]):
         snakemake.config,
         root=Path("."),
         out=Path(snakemake.output[0]),
+        config_file=Path(snakemake.output.config),
         templates=Path(snakemake.input.templates[0]).parent,
         # the checkout the workflow runs from (report/templates/ lies in it)
         source=Path(snakemake.input.templates[0]).resolve().parents[2],

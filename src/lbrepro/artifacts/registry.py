@@ -32,6 +32,8 @@ JOB = "results/{slug}/{artifact}/jobs/{job}.csv"
 FIGURE_PNG = "figures/{slug}/{artifact}.png"
 FIGURE_SVG = "figures/{slug}/{artifact}.svg"
 REPORT = "report/index.html"
+#: The config of the run the report shows, written beside it (its regenerate commands use it).
+REPORT_CONFIG = "report/config.yaml"
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,9 @@ class Paper:
     findings: Mapping[str, str] = field(default_factory=dict)
     # Position in the report (smaller first); papers with equal order sort by slug.
     order: int = 100
+    #: Where a reader finds the paper: its DOI as https://doi.org/…, else its arXiv page (the
+    #: report links the citation to it; tests/test_release.py keeps it in step with CITATION.cff).
+    url: str = ""
 
 
 @dataclass(frozen=True)

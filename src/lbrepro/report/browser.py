@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -69,21 +70,16 @@ def find_browser(
     return found[0], found[1]
 
 
-def check_page(
+@contextlib.contextmanager
+def open_page(
     path: Path,
-    screenshot: Path,
     *,
     chromium: str | Path = CHROMIUM,
     chromedriver: str | Path = CHROMEDRIVER,
     user_data_dir: Path | None = None,
-) -> dict[str, Any]:
-    """Load ``path`` via ``file://`` in headless Chromium; report images, errors, screenshot.
+) -> Iterator[Any]:
+    """A headless Chromium WebDriver with ``path`` loaded via ``file://`` (quit on exit).
 
-    Returns ``images_total``, ``images_loaded``, ``broken`` (src of every image not complete
-    or of natural width 0), ``severe`` (console messages at level SEVERE), ``console`` (all
-    console entries), ``title``, ``screenshot`` (the full-page PNG written, as a str),
-    ``overflow`` ((section id, table class, pixels hidden) of every scroll box whose content is
-    wider than the box) and ``page_overflows`` (the page is wider than the window).
     The browser profile goes to ``user_data_dir`` (a fresh temporary folder if None).
     """
     from selenium import webdriver
@@ -91,8 +87,6 @@ def check_page(
     from selenium.webdriver.support.ui import WebDriverWait
 
     browser, driver_path = find_browser(chromium, chromedriver)
-    screenshot = Path(screenshot)
-    screenshot.parent.mkdir(parents=True, exist_ok=True)
     with contextlib.ExitStack() as stack:
         if user_data_dir is None:
             profile = stack.enter_context(tempfile.TemporaryDirectory(prefix="lbrepro-chrome-"))
@@ -111,17 +105,42 @@ def check_page(
             WebDriverWait(driver, PAGE_TIMEOUT_S).until(
                 lambda d: d.execute_script("return document.readyState") == "complete"
             )
-            images = driver.execute_script(_IMAGES_JS)
-            overflow = driver.execute_script(_OVERFLOW_JS)
-            height = driver.execute_script(
-                "return Math.max(document.body.scrollHeight, document.documentElement.scrollHeight)"
-            )
-            driver.set_window_size(WIDTH, min(max(int(height), 600), MAX_HEIGHT))
-            driver.save_screenshot(str(screenshot))
-            title = driver.title
-            console = driver.get_log("browser")
+            yield driver
         finally:
             driver.quit()
+
+
+def check_page(
+    path: Path,
+    screenshot: Path,
+    *,
+    chromium: str | Path = CHROMIUM,
+    chromedriver: str | Path = CHROMEDRIVER,
+    user_data_dir: Path | None = None,
+) -> dict[str, Any]:
+    """Load ``path`` via ``file://`` in headless Chromium; report images, errors, screenshot.
+
+    Returns ``images_total``, ``images_loaded``, ``broken`` (src of every image not complete
+    or of natural width 0), ``severe`` (console messages at level SEVERE), ``console`` (all
+    console entries), ``title``, ``screenshot`` (the full-page PNG written, as a str),
+    ``overflow`` ((section id, table class, pixels hidden) of every scroll box whose content is
+    wider than the box) and ``page_overflows`` (the page is wider than the window).
+    The browser profile goes to ``user_data_dir`` (a fresh temporary folder if None).
+    """
+    screenshot = Path(screenshot)
+    screenshot.parent.mkdir(parents=True, exist_ok=True)
+    with open_page(
+        path, chromium=chromium, chromedriver=chromedriver, user_data_dir=user_data_dir
+    ) as driver:
+        images = driver.execute_script(_IMAGES_JS)
+        overflow = driver.execute_script(_OVERFLOW_JS)
+        height = driver.execute_script(
+            "return Math.max(document.body.scrollHeight, document.documentElement.scrollHeight)"
+        )
+        driver.set_window_size(WIDTH, min(max(int(height), 600), MAX_HEIGHT))
+        driver.save_screenshot(str(screenshot))
+        title = driver.title
+        console = driver.get_log("browser")
     broken = [img["src"] for img in images if not img["complete"] or img["width"] <= 0]
     return {
         "title": title,

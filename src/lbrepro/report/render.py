@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import math
 import os
+import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 import jinja2
+import yaml
 
 from lbrepro.artifacts import registry
 from lbrepro.artifacts.registry import Artifact, Paper
@@ -478,8 +480,34 @@ def _summary(artifact: Artifact, table: Path) -> tuple[dict[str, Any] | None, st
     }, ""
 
 
+def regenerate_command(artifact: Artifact, config_file: str) -> str:
+    """The command that recomputes ``artifact`` with this run's config, from the run's folder.
+
+    ``--forceall`` reruns every job of the artifact's targets (its points, table, figure and
+    checks), nothing else; ``--configfile`` is the config this report wrote beside itself,
+    complete, so merged over the default config file it is this run's config again.
+    """
+    targets = " ".join(shlex.quote(path) for path in artifact.paths().values())
+    return f"snakemake --cores all --configfile {shlex.quote(config_file)} --forceall {targets}"
+
+
+def write_run_config(config: Mapping[str, Any], path: Path) -> Path:
+    """Write the run's whole config as YAML (what the regenerate commands pass back)."""
+    text = (
+        "# The config of the run this report shows (lbrepro writes it with the report).\n"
+        "# Rerun with it: snakemake --cores all --configfile " + path.as_posix() + "\n"
+    )
+    text += yaml.safe_dump(dict(config), sort_keys=False, allow_unicode=True)
+    atomic_write_text(path, text)
+    return path
+
+
 def _artifact_view(
-    artifact: Artifact, config: Mapping[str, Any], root: Path, out_dir: Path
+    artifact: Artifact,
+    config: Mapping[str, Any],
+    root: Path,
+    out_dir: Path,
+    config_file: str = registry.REPORT_CONFIG,
 ) -> dict[str, Any]:
     """Everything the template shows about one artifact."""
     rel_paths = artifact.paths()
@@ -516,6 +544,7 @@ def _artifact_view(
         "summary_note": summary_note,
         "status": status,
         "counts": _count(claims or []),
+        "command": regenerate_command(artifact, config_file),
     }
 
 
@@ -530,14 +559,18 @@ def build_context(
     source: Path | None = None,
     coverage_file: Path = COVERAGE_FILE,
     seed_file: Path = SEEDS_FILE,
+    config_file: Path | None = None,
 ) -> dict[str, Any]:
     """The template's variables: pure data, so tests can inspect it without HTML.
 
     ``source`` is the checkout whose commit the provenance names (default ``root``): a run
-    with ``--directory`` elsewhere still reports the code it ran.
+    with ``--directory`` elsewhere still reports the code it ran. ``config_file`` is where the
+    run's config is written (default root/report/config.yaml), named by the regenerate commands.
     """
     out_dir = out.parent
-    views = [_artifact_view(a, config, root, out_dir) for a in artifacts]
+    config_file = config_file if config_file is not None else root / registry.REPORT_CONFIG
+    shown_config = _relative_to(config_file, root)
+    views = [_artifact_view(a, config, root, out_dir, shown_config) for a in artifacts]
     manifest = verify_views(views, artifacts, root, missing=MISSING, recount=_count)  # issue 21
 
     known = dict(papers)
@@ -578,6 +611,11 @@ def build_context(
         + [c for c in all_claims if c["badge"] == DIAGNOSTIC_FAILED],
     }
 
+    # The statuses a reader can filter the summary's claims by, in the order they are listed.
+    filter_statuses = sorted(
+        {c["badge"] for c in checks["paper"] + checks["lbrepro"]}, key=STATUS_ORDER.__getitem__
+    )
+
     ids = [a.id for a in artifacts]
     bench_rows = read_benchmarks(bench_dir, ids)
     runtime = aggregate(bench_rows, order=ids)
@@ -600,6 +638,8 @@ def build_context(
         "counts": counts,
         "claims": all_claims,
         "checks": checks,
+        "filter_statuses": filter_statuses,
+        "run_config": {"path": shown_config, "href": _href(config_file, out_dir)},
         "sections": sections,
         "uncovered": uncovered,
         "provenance": provenance(config, source if source is not None else root),
@@ -611,6 +651,14 @@ def build_context(
         "labels": {"reproduced": REPRODUCED, "not_reproduced": NOT_REPRODUCED, "missing": MISSING},
         "marks": MARKS,
     }
+
+
+def _relative_to(path: Path, root: Path) -> str:
+    """``path`` as a command run in ``root`` names it (relative if it lies inside)."""
+    try:
+        return Path(os.path.relpath(os.path.abspath(path), os.path.abspath(root))).as_posix()
+    except ValueError:
+        return Path(os.path.abspath(path)).as_posix()
 
 
 def environment(templates: Path) -> jinja2.Environment:
@@ -645,13 +693,16 @@ def render_report(
     source: Path | None = None,
     coverage_file: Path = COVERAGE_FILE,
     seed_file: Path = SEEDS_FILE,
+    config_file: Path | None = None,
 ) -> Path:
-    """Render the HTML report and return its path.
+    """Render the HTML report, write the run's config beside it, and return the report's path.
 
     Defaults: ``out`` = root/report/index.html, ``templates`` = root/report/templates,
     ``bench_dir`` = root/benchmarks, ``artifacts`` = the artifacts ``config`` enables,
-    ``papers`` = the registry's papers. The file is written atomically (a temporary file
-    renamed into place), so an interrupted run never leaves half a report.
+    ``papers`` = the registry's papers, ``config_file`` = root/report/config.yaml (the
+    config each artifact's regenerate command passes back to Snakemake). Both files are
+    written atomically (a temporary file renamed into place), so an interrupted run never
+    leaves half a report.
     """
     root = Path(root)
     out = Path(out) if out is not None else root / registry.REPORT
@@ -659,7 +710,9 @@ def render_report(
     bench_dir = Path(bench_dir) if bench_dir is not None else root / "benchmarks"
     artifacts = list(artifacts) if artifacts is not None else registry.enabled(config)
     papers = papers if papers is not None else registry.papers()
+    config_file = Path(config_file) if config_file is not None else root / registry.REPORT_CONFIG
 
+    write_run_config(config, config_file)
     context = build_context(
         config,
         root=root,
@@ -670,6 +723,7 @@ def render_report(
         source=source,
         coverage_file=coverage_file,
         seed_file=seed_file,
+        config_file=config_file,
     )
     html = environment(templates).get_template(TEMPLATE).render(**context)
     atomic_write_text(out, html)  # issue 21: a random O_EXCL temporary, never a planted one

@@ -64,4 +64,5 @@ PAPER = Paper(
             "of lbrepro's simulation check, not a defect of the paper's formula."
         ),
     },
+    url="https://doi.org/10.1007/s11134-019-09633-y",
 )

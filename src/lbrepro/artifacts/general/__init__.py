@@ -83,4 +83,5 @@ PAPER = Paper(
         ),
     },
     order=40,
+    url="https://arxiv.org/abs/1008.3788",
 )

@@ -26,4 +26,5 @@ PAPER = Paper(
     "d(N)/(√N log N) → ∞.",
     artifacts=(fluid.ARTIFACT, diffusion.ARTIFACT, overhead.ARTIFACT),
     order=60,
+    url="https://doi.org/10.1145/3003977.3003990",
 )

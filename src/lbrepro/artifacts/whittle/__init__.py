@@ -48,4 +48,5 @@ PAPER = Paper(
         gaps.ARTIFACT,
     ),
     order=30,
+    url="https://arxiv.org/abs/1810.07782",
 )
