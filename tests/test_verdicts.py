@@ -274,3 +274,19 @@ def test_true_claims_are_rejected_at_most_at_the_stated_error_rate():
         rate = count / reps
         # 2.5% nominal; binomial sd at 4000 reps is 0.25%: allow 3 sd.
         assert rate <= 0.025 + 3 * math.sqrt(0.025 * 0.975 / reps), (test, rate)
+
+
+def test_an_unresolved_component_is_never_the_statistic_shown():
+    """A component the run did not resolve decides nothing, so it is not the number shown:
+    the statistic is a resolved component's; with none measurable it is said in words."""
+    from lbrepro.core.verdicts import Component, decide
+
+    seen = Component("u_2", 0.50, 0.01, 0.45)  # holds
+    unseen = Component("u_9", 0.0, 0.0, 0.45, resolved=False)  # never observed
+    v = decide([seen, unseen], expected="u_k > 0.45", tolerance="t")
+    assert v.outcome == UNDECIDED and v.measured == 0.5, v
+    assert "u_9 unresolved" in v.needs
+    ratio = Component("x(2,1) ratio", math.inf, math.inf, 1.0, side="below")
+    v = decide([ratio], expected="ratio < 1", tolerance="t")
+    assert v.outcome == UNDECIDED and v.measured == "x(2,1) ratio: not measured", v
+    assert v.interval is None

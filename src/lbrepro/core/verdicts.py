@@ -238,19 +238,24 @@ def decide(
     elif outcome == REPRODUCED and quantifier == "any":
         decisive = max((c for c, s in needed if s == HOLDS), key=lambda c: c.slack)
     else:
-        finite = [c for c, _ in needed if math.isfinite(c.slack)]
+        # The statistic shown is a resolved component's where there is one: a component the
+        # run did not resolve decides nothing, so neither is it the number a reader sees.
+        resolved_parts = [c for c, s in needed if s != UNRESOLVED and math.isfinite(c.slack)]
+        finite = resolved_parts or [c for c, _ in needed if math.isfinite(c.slack)]
         decisive = min(finite, key=lambda c: c.slack) if finite else needed[0][0]
     needs = ""
     if outcome == UNDECIDED:
         needs = _needs(components, states)
     listing = "; ".join(c.describe() for c in components)
     invalid = _unconverged(estimates)
-    value = decisive.value if math.isfinite(decisive.value) else 0.0
+    # A value the run could not measure (an infinite ratio of a level never observed) is said
+    # in words, never shown as a number (it once read 0.0); such a claim is undecided.
+    value = float(decisive.value) if math.isfinite(decisive.value) else None
     hw = decisive.half_width if math.isfinite(decisive.half_width) else math.inf
-    interval = (value - hw, value + hw) if math.isfinite(hw) else None
+    interval = (value - hw, value + hw) if value is not None and math.isfinite(hw) else None
     v = Verdict(
         outcome=outcome,
-        measured=round(float(value), 6),
+        measured=round(value, 6) if value is not None else f"{decisive.label}: not measured",
         expected=expected,
         tolerance=tolerance,
         details="; ".join(t for t in (f"decisive {decisive.label}", details, listing) if t),
