@@ -115,3 +115,16 @@ def test_workflow_catalog_file_declares_usage():
     usage = yaml.safe_load(path.read_text(encoding="utf-8"))["usage"]
     assert {"mandatory-flags", "software-stack-deployment", "report"} <= set(usage)
     assert usage["report"] is True  # `snakemake --report` works (tests/test_workflow.py)
+
+
+def test_config_error_carries_key_and_message_and_rekeys_without_string_surgery():
+    """A ConfigError keeps its key and message apart, so a caller re-keys it under its own
+    section (or replaces the key) without slicing the text."""
+    err = ConfigError("rho[0]", "load 1.2: must be below 1: the system is unstable")
+    assert (err.key, err.message) == ("rho[0]", "load 1.2: must be below 1: the system is unstable")
+    assert str(err) == "rho[0]: load 1.2: must be below 1: the system is unstable"
+    outer = err.under("supermarket-tail")
+    assert isinstance(outer, ConfigError) and outer.key == "supermarket-tail.rho[0]"
+    assert outer.message == err.message  # a message holding ": " survives intact
+    assert err.under("hetero-tail.systems[1]", key="C").key == "hetero-tail.systems[1].C"
+    assert err.under("sec", key="").key == "sec"

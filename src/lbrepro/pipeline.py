@@ -148,7 +148,7 @@ def points(config: Mapping[str, Any], artifact_id: str) -> dict[str, dict[str, A
         table = registry.get(artifact_id).points(artifact_config(config, artifact_id))
         check_point_ids(table, "points")
     except ConfigError as err:
-        raise ConfigError(f"{artifact_id}.{err.key}", str(err)[len(err.key) + 2 :]) from None
+        raise err.under(artifact_id) from None
     return table
 
 

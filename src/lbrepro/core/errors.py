@@ -12,11 +12,21 @@ class LbreproError(Exception):
 
 
 class ConfigError(LbreproError, ValueError):
-    """A configuration or command-line value is invalid; ``key`` names it."""
+    """A configuration or command-line value is invalid: ``key`` names it, ``message`` says why.
+
+    ``str(err)`` is ``"key: message"``, the one line the CLI and the workflow print.
+    """
 
     def __init__(self, key: str, message: str) -> None:
         self.key = key
+        self.message = message
         super().__init__(f"{key}: {message}")
+
+    def under(self, prefix: str, key: str | None = None) -> ConfigError:
+        """The same message keyed inside ``prefix`` (a section, an artifact id, a list item):
+        ``prefix.key`` — ``key`` replaces this error's own key where the caller knows better."""
+        inner = self.key if key is None else key
+        return ConfigError(f"{prefix}.{inner}" if inner else prefix, self.message)
 
 
 class UnstableError(LbreproError, ValueError):
