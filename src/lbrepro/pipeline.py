@@ -25,6 +25,7 @@ from lbrepro.core.io import read_table, write_table
 from lbrepro.core.manifest import verify, write_digest
 from lbrepro.core.packing import pack_points
 from lbrepro.core.rng import stream
+from lbrepro.core.rows import check_table
 from lbrepro.sim.runlength import event_budget
 
 log = logging.getLogger("lbrepro")
@@ -247,6 +248,7 @@ def compute_points(
         with event_budget(sim.get("max_events"), sim.get("extend")):
             computed = artifact.compute(params, stream(int(config["seed"]), artifact_id, point_id))
         rows.extend({"artifact": artifact_id, "point": point_id} | r for r in computed)
+    check_table(rows, artifact_id, f"{artifact_id}.compute")  # the row vocabulary (core.rows)
     write_table(rows, out)
     write_digest(out, rows=len(rows), points=list(point_ids))
     log.info("%s: %d points, %d rows written to %s", artifact_id, len(point_ids), len(rows), out)
@@ -300,6 +302,9 @@ def collect_table(
                 log.warning("%s: %s; recomputing job %s", path, problem, job)
                 compute_points(config, artifact_id, the_plan.jobs(artifact_id)[job], path)
         rows.extend(read_table(path))
+    # Every row as the vocabulary declares it (core.rows): a simulated row without its
+    # `converged` fails here, naming the artifact, the row and the column.
+    check_table(rows, artifact_id, str(out))
     write_table(rows, out)
     write_digest(out, rows=len(rows))
 

@@ -1,0 +1,148 @@
+"""The tidy-row vocabulary: what every table row carries, declared once and enforced.
+
+A row is one (point, method, quantity) value. Its first columns are the data contract's
+(README, "Outputs"); an estimate — a value with a 95% interval — also carries where it came
+from and whether it can be trusted. :func:`estimate_row` writes an
+:class:`~lbrepro.core.stats.Estimate` as those columns and
+:func:`lbrepro.core.verdicts.estimate` reads them back, so no artifact spells ``ci_low`` by
+hand; :func:`table_problems` checks a table against :data:`COLUMNS` when a job writes it and
+again when ``collect_table`` collects it, so a row without ``converged`` fails the job that
+made it, naming the artifact, the row and the column (it once read as converged).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from lbrepro.core.errors import LbreproError
+from lbrepro.core.stats import Estimate
+
+#: The ``method`` values of the data contract.
+METHODS = frozenset({"cf", "mf", "rmf", "sim", "sde", "mdp", "published", "path"})
+#: Methods whose values are estimates: each carries its 95% interval.
+SIMULATED = frozenset({"sim", "sde"})
+#: The columns every row carries, non-empty.
+REQUIRED = ("artifact", "point", "method", "quantity")
+#: The columns an estimate with an interval carries besides its value (``estimate_row``).
+ESTIMATE_COLUMNS = ("ci_low", "ci_high", "N", "seed", "batches", "converged")
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of the vocabulary: its meaning and the type of a non-empty cell."""
+
+    meaning: str
+    kind: str  # "text", "number", "integer", "flag", "id" (integer or text)
+
+
+#: The declared vocabulary of the leading and estimate columns (an artifact adds its own
+#: parameter columns after them: ``rho``, ``d``, ``k``, …).
+COLUMNS: dict[str, Column] = {
+    "artifact": Column("the artifact id", "text"),
+    "point": Column("the point id (one parameter set)", "text"),
+    "method": Column("how the value was obtained: " + ", ".join(sorted(METHODS)), "text"),
+    "quantity": Column("what the value is (u, mean_jobs, mean_sojourn, …)", "text"),
+    "value": Column("the value (empty: not computed, e.g. an unstable system)", "number"),
+    "ci_low": Column("lower end of the 95% interval", "number"),
+    "ci_high": Column("upper end of the 95% interval", "number"),
+    "N": Column("servers of the simulated system", "integer"),
+    "seed": Column("entropy of the point's random stream", "id"),
+    "batches": Column("batch means (or replications) behind the interval", "integer"),
+    "converged": Column(
+        "False: the batch means stayed correlated; the interval is suspect", "flag"
+    ),
+}
+
+
+class TableError(LbreproError, ValueError):
+    """A table breaks the row vocabulary; the message names the artifact, row and column."""
+
+
+def estimate_row(est: Estimate, *, N: int | None = None, seed: Any = None) -> dict[str, Any]:
+    """The columns of one scalar estimate: value, interval, N, seed, batches, converged.
+
+    ``N`` and ``seed`` default to the estimate's own. ``lbrepro.core.verdicts.estimate``
+    reads the row back to the same estimate.
+    """
+    return {
+        "value": float(est.mean),
+        "ci_low": float(est.low),
+        "ci_high": float(est.high),
+        "N": est.N if N is None else N,
+        "seed": est.seed if seed is None else seed,
+        "batches": int(est.batches),
+        "converged": bool(est.converged),
+    }
+
+
+def _empty(cell: Any) -> bool:
+    return cell is None or cell == "" or (isinstance(cell, float) and math.isnan(cell))
+
+
+def _fits(cell: Any, kind: str) -> bool:
+    if kind == "text":
+        return isinstance(cell, str) and cell != ""
+    if kind == "flag":
+        return isinstance(cell, bool)
+    if isinstance(cell, bool):
+        return False
+    if kind == "integer":
+        return isinstance(cell, int) or (isinstance(cell, float) and cell.is_integer())
+    if kind == "number":
+        return isinstance(cell, int | float)
+    return isinstance(cell, int | str)  # "id"
+
+
+def row_problem(row: Mapping[str, Any]) -> str | None:
+    """What is wrong with one row (None if nothing): a missing or mistyped column."""
+    for column in REQUIRED:
+        if _empty(row.get(column)):
+            return f"no {column!r}"
+    if row["method"] not in METHODS:
+        return f"method {row['method']!r} is none of {', '.join(sorted(METHODS))}"
+    for column, spec in COLUMNS.items():
+        cell = row.get(column)
+        if not _empty(cell) and not _fits(cell, spec.kind):
+            article = "an" if spec.kind in ("integer", "id") else "a"
+            return f"{column!r} = {cell!r} is not {article} {spec.kind}"
+    low, high = row.get("ci_low"), row.get("ci_high")
+    if row["method"] in SIMULATED and not _empty(row.get("value")) and _empty(low):
+        return f"a {row['method']!r} value without its interval (one without is a 'path')"
+    if _empty(low) != _empty(high):
+        return "an interval needs both 'ci_low' and 'ci_high'"
+    if not _empty(low):
+        # N is the simulated system's size; a diffusion limit (``sde``) is N → ∞ and has none.
+        needed = (
+            ESTIMATE_COLUMNS[2:] if row["method"] == "sim" else ("seed", "batches", "converged")
+        )
+        for column in needed:
+            if _empty(row.get(column)):
+                return f"an estimate with an interval has no {column!r}"
+        if not low <= high:
+            return f"'ci_low' {low!r} > 'ci_high' {high!r}"
+    return None
+
+
+def table_problems(rows: Sequence[Mapping[str, Any]], artifact_id: str | None) -> list[str]:
+    """Every row that breaks the vocabulary (or, given ``artifact_id``, is another
+    artifact's), one line each, naming the artifact, the row and the column."""
+    problems = []
+    for i, row in enumerate(rows):
+        problem = row_problem(row)
+        if problem is None and artifact_id is not None and row.get("artifact") != artifact_id:
+            problem = f"artifact {row.get('artifact')!r}, not {artifact_id!r}"
+        if problem is not None:
+            where = f"row {i + 1} ({row.get('point')}, {row.get('method')}, {row.get('quantity')})"
+            problems.append(f"{artifact_id or row.get('artifact')}: {where}: {problem}")
+    return problems
+
+
+def check_table(rows: Sequence[Mapping[str, Any]], artifact_id: str | None, where: str) -> None:
+    """Raise :class:`TableError` naming the first bad row (and how many there are)."""
+    problems = table_problems(rows, artifact_id)
+    if problems:
+        more = f" (and {len(problems) - 1} more rows)" if len(problems) > 1 else ""
+        raise TableError(f"{where}: {problems[0]}{more}")

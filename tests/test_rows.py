@@ -1,0 +1,78 @@
+"""The tidy-row vocabulary (lbrepro.core.rows): estimates become rows and back exactly, and a
+table that breaks the vocabulary fails the job that writes or collects it, naming the
+artifact, the row and the column."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from lbrepro.core.io import write_table
+from lbrepro.core.rows import COLUMNS, TableError, check_table, estimate_row, table_problems
+from lbrepro.core.stats import Estimate
+from lbrepro.core.verdicts import estimate
+from lbrepro.pipeline import collect_table
+
+SIM = {"artifact": "toy", "point": "p1", "method": "sim", "quantity": "u"}
+
+
+def test_an_estimate_becomes_a_row_and_reads_back_the_same():
+    est = Estimate(0.25, 0.2, 0.3, 0.05, 20, N=100, seed=12345, converged=False)
+    row = SIM | estimate_row(est)
+    assert set(row) >= {"value", "ci_low", "ci_high", "N", "seed", "batches", "converged"}
+    assert dataclasses.astuple(estimate(row)) == pytest.approx(dataclasses.astuple(est))
+    assert estimate(row).converged is False and estimate(row).batches == 20
+    # Clipped at the quantity's range (a fraction near 0): the unclipped side keeps the width.
+    clipped = Estimate(0.01, 0.0, 0.06, 0.05, 10, N=100, seed=1)
+    assert estimate(SIM | estimate_row(clipped)).half_width == pytest.approx(0.05)
+    assert table_problems([SIM | estimate_row(est)], "toy") == []
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        ({"converged": None}, "no 'converged'"),
+        ({"batches": None}, "no 'batches'"),
+        ({"N": None}, "no 'N'"),
+        ({"ci_high": None}, "needs both 'ci_low' and 'ci_high'"),
+        ({"ci_low": None, "ci_high": None}, "'sim' value without its interval"),
+        ({"converged": "yes"}, "'converged' = 'yes' is not a flag"),
+        ({"batches": 2.5}, "'batches' = 2.5 is not an integer"),
+        ({"ci_low": 0.4}, "'ci_low' 0.4 > 'ci_high' 0.3"),
+        ({"method": "guess"}, "method 'guess' is none of"),
+        ({"quantity": ""}, "no 'quantity'"),
+        ({"artifact": "other"}, "artifact 'other', not 'toy'"),
+    ],
+)
+def test_a_row_that_breaks_the_vocabulary_is_named(change, says):
+    good = SIM | estimate_row(Estimate(0.25, 0.2, 0.3, 0.05, 20, N=100, seed=7))
+    rows = [good, good | change]
+    problems = table_problems(rows, "toy")
+    assert len(problems) == 1 and problems[0].startswith("toy: row 2 (p1, "), problems
+    assert says in problems[0], problems
+    with pytest.raises(TableError, match="results/toy.csv: toy: row 2"):
+        check_table(rows, "toy", "results/toy.csv")
+
+
+def test_exact_values_and_diffusion_limits_need_no_system_size():
+    assert table_problems([SIM | {"method": "cf", "value": 0.25}], "toy") == []
+    sde = SIM | {"method": "sde"} | estimate_row(Estimate(1.0, 0.9, 1.1, 0.1, 40, seed=3))
+    assert sde["N"] is None and table_problems([sde], "toy") == []
+    # A diverged run has no value, so no interval either.
+    assert table_problems([SIM | {"value": None, "diverged": True}], "toy") == []
+
+
+def test_collect_fails_on_a_table_without_converged(tmp_path):
+    """A job table whose simulated row has no `converged` (hetero-tail once wrote none, and
+    it read as converged) is not collected: the job fails, naming artifact, row and column."""
+    row = SIM | estimate_row(Estimate(0.25, 0.2, 0.3, 0.05, 20, N=100, seed=7))
+    write_table([row | {"converged": None}], tmp_path / "j1.csv")
+    with pytest.raises(TableError, match=r"toy: row 1 \(p1, sim, u\): .*no 'converged'"):
+        collect_table([tmp_path / "j1.csv"], tmp_path / "toy.csv")
+    assert not (tmp_path / "toy.csv").exists()
+
+
+def test_every_column_is_declared_with_a_meaning_and_a_kind():
+    for name, column in COLUMNS.items():
+        assert column.meaning and column.kind in {"text", "number", "integer", "flag", "id"}, name
