@@ -19,6 +19,7 @@ src=$PWD
 t0=$(date +%s)
 export DEBIAN_FRONTEND=noninteractive
 log() { echo "[container-ci $(($(date +%s) - t0))s] $*"; }
+. .ci/lib.sh  # await_run, same_bytes (the working directory is the checkout)
 step_start=$t0
 step() { # step NAME: the wall time since the previous step
     local now
@@ -159,13 +160,7 @@ timeout -k 20 900 podman run --rm --network none -v "$src:/src:ro" -v "$work/con
     { tail -n 40 "$work/container.log"; log "the run in the container failed"; exit 1; }
 step "target run in the container (--network none, work tree bind-mounted read-only)"
 
-rc=0
-wait "$venv_pid" || rc=$?
+await_run "$venv_pid" "$work/venv.log" "the venv run"
 venv_pid=
-((rc == 0)) || { tail -n 40 "$work/venv.log"; log "the venv run failed"; exit 1; }
 step "venv run done (it ran alongside)"
-for t in "${targets[@]}"; do
-    cmp "$work/container/$t" "$work/venv/$t" ||
-        { log "$t differs between the container and the venv run"; exit 1; }
-done
-log "OK: ${targets[*]} byte-identical in the container and in the venv"
+same_bytes "$work/container" "$work/venv" "in the container and in the venv" "${targets[@]}"

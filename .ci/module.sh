@@ -9,6 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 t0=$(date +%s)
 log() { echo "[module-ci $(($(date +%s) - t0))s] $*"; }
+. .ci/lib.sh  # await_run, same_bytes (the working directory is the checkout)
 
 # The quick profile's supermarket target (3 points) and its claim checks.
 targets=(results/supermarket/supermarket-tail.csv results/supermarket/supermarket-tail.checks.json)
@@ -68,14 +69,9 @@ direct_pid=$!
     --configfile config/config.yaml config/quick.yaml) >"$work/deployed.log" 2>&1 ||
     { tail -n 40 "$work/deployed.log"; log "run of the deployed module failed"; exit 1; }
 log "module run done"
-rc=0
-wait "$direct_pid" || rc=$?
+await_run "$direct_pid" "$work/direct.log" "the direct run"
 direct_pid=
-((rc == 0)) || { tail -n 40 "$work/direct.log"; log "direct run failed"; exit 1; }
 log "direct run done"
 
-for t in "${targets[@]}"; do
-    cmp "$work/deployed/$t" "$work/direct/$t" ||
-        { log "$t differs between the deployed module and the direct run"; exit 1; }
-done
-log "OK: ${targets[*]} byte-identical from the snakedeploy deployment and directly"
+same_bytes "$work/deployed" "$work/direct" "from the snakedeploy deployment and directly" \
+    "${targets[@]}"
