@@ -256,8 +256,7 @@ def check_memory_estimates(
         if not nbytes >= 0:
             raise ConfigError(
                 f"{artifact_id}.{key or 'points'}",
-                f"point {point}: its memory estimate is {nbytes!r} bytes (parameters out of "
-                "range)",
+                f"point {point}: its memory estimate is {nbytes!r} bytes (parameters out of range)",
             )
         if nbytes > limit:
             raise ConfigError(
