@@ -34,10 +34,11 @@ def grid_cost(p: Mapping[str, Any]) -> float:
 
 
 def memory(p: Mapping[str, Any]) -> footprint.Footprint:
-    """Rows (four per (m, d) or two per (law, d)) and Erlang's polynomial."""
-    laws = p.get("m", p.get("mu", p.get("dists", [])))
+    """Rows (four per (m, d), two per (law, d)), named by the longer list, and Erlang's
+    polynomial of (m − 1)·max(d) + 1 terms."""
+    name = next(k for k in ("m", "mu", "dists") if k in p)
+    laws = p[name]
+    key = name if len(laws) >= len(p["d"]) else "d"
     m = max(p.get("m", [1])) + 1
-    return {
-        "d": footprint.rows(4 * len(laws) * len(p["d"]))
-        + footprint.FLOAT * ((m - 1) * max(p["d"]) + 1),
-    }
+    polynomial = footprint.FLOAT * ((m - 1) * max(p["d"]) + 1)
+    return {key: footprint.rows(4 * len(laws) * len(p["d"])) + polynomial}
