@@ -5,8 +5,9 @@ flag and exit code 2; good values keep working. Table-driven, so none regresses.
 Tables: ``GENERATED`` (every numeric key of every artifact of config/config.yaml given NaN,
 ±inf and a negative value, an unknown key and a missing required key per artifact),
 ``CONFIG_CASES`` (the issue's cases and relations between keys), ``UNAFFORDABLE`` (for every
-artifact, parameters within the schema whose memory or time estimate is refused), ``FILE_CASES`` (broken
-files), ``CLI_CASES`` (bad arguments) and ``ACCEPTED`` (values that must keep working).
+artifact, parameters within the schema whose memory or time estimate is refused),
+``FILE_CASES`` (broken files), ``CLI_CASES`` (bad arguments) and ``ACCEPTED`` (values that
+must keep working).
 
 Issue 21 added classes, not instances: ``FILE_CASES`` grew by duplicates, YAML 1.1 surprises,
 depth, alias bombs, giant integers, size (pipes), YTE templates; ``SHAPE_CASES`` (configs as
