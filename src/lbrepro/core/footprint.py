@@ -10,7 +10,8 @@ and stay O(1) per point (planning a 10⁵-point sweep computes one per point). L
 estimates (``cost``), they are lower bounds of what a point certainly needs, so a point
 refused here would have failed in its job.
 
-The constants are measured (tracemalloc, on the full run's configs) and rounded up.
+The constants are rough: some measured (a row: tracemalloc; the whittle chain's bytes per
+state), the others counted from the arrays a kernel allocates; each module says which.
 """
 
 from __future__ import annotations
