@@ -4,8 +4,10 @@ flag and exit code 2; good values keep working. Table-driven, so none regresses.
 
 Tables: ``GENERATED`` (every numeric key of every artifact of config/config.yaml given NaN,
 ±inf and a negative value, an unknown key and a missing required key per artifact),
-``CONFIG_CASES`` (the issue's cases and relations between keys), ``FILE_CASES`` (broken
-files), ``CLI_CASES`` (bad arguments) and ``ACCEPTED`` (values that must keep working).
+``CONFIG_CASES`` (the issue's cases and relations between keys), ``UNAFFORDABLE`` (for every
+artifact, parameters within the schema whose memory or time estimate is refused),
+``FILE_CASES`` (broken files), ``CLI_CASES`` (bad arguments) and ``ACCEPTED`` (values that
+must keep working).
 
 Issue 21 added classes, not instances: ``FILE_CASES`` grew by duplicates, YAML 1.1 surprises,
 depth, alias bombs, giant integers, size (pipes), YTE templates; ``SHAPE_CASES`` (configs as
@@ -161,8 +163,8 @@ CONFIG_CASES = [
     ("whittle-fcfs", {"nmax": 100_000_000}, "whittle-fcfs.nmax"),
     # issue 21 — memory and event estimates at validation, for every artifact: what the job
     # would have refused (or run out of memory on) after planning and scheduling
-    ("supermarket-tail", {"rho": [0.99999999], "d": [1]}, "supermarket-tail.rho[0]"),
-    ("supermarket-accuracy", {"cases": [[0.99999999, 1]]}, "supermarket-accuracy.cases[0][0]"),
+    ("supermarket-tail", {"rho": [0.99999999], "d": [1]}, "supermarket-tail.rho"),
+    ("supermarket-accuracy", {"cases": [[0.99999999, 1]]}, "supermarket-accuracy.cases"),
     ("general-sojourn", {"dists": ["erlang:1000000"]}, "general-sojourn.dists[0]"),
     ("general-sojourn", {"dists": ["erlang:3000"]}, "general-sojourn.dists[0]"),
     (
@@ -215,6 +217,146 @@ def test_seed_must_be_finite_integer(refused: Callable[..., ConfigError]) -> Non
     """The seed is a finite non-negative integer."""
     for bad, key in ((math.inf, "seed"), (-3, "seed"), (math.nan, "seed"), ("7", "seed")):
         assert refused(validate_config, COMMON | {"seed": bad}).key == key
+
+
+# ------------------------------------- issue 21: unaffordable within the schema, per artifact
+#: Every artifact's class of unaffordable points (within the schema): beyond the job's memory
+#: (``simulation.mem_mb``; ``Artifact.memory``) or beyond the event/time budget
+#: (``simulation.max_events``; ``Artifact.cost``). One row per artifact, the key it names.
+MANY_TYPES = {
+    "name": "W",
+    "gamma": [1 / 20000] * 20000,
+    "C": [1.0 + i for i in range(20000)],
+    "d": [2] * 20000,
+}
+WIDE = [{"name": "A", "d": [1, 1, 1, 1], "q": [0.9] * 4, "p": [0.5], "B": 400}]
+UNAFFORDABLE = [
+    ("supermarket-tail", {"rho": [0.99999999], "d": [1]}, "supermarket-tail.rho"),
+    ("supermarket-accuracy", {"cases": [[0.99999999, 1]]}, "supermarket-accuracy.cases"),
+    (
+        "hetero-stability",
+        {"sim_sides": [0.9, 1.1], "horizons": [1e9, 2e9, 3e9]},
+        "hetero-stability.points",
+    ),
+    ("hetero-tail", {"systems": [MANY_TYPES], "N": 20000}, "hetero-tail.deep_levels"),
+    (
+        "hetero-sojourn",
+        {"systems": [MANY_TYPES], "N": 20000, "rho_sim": [0.5]},
+        "hetero-sojourn.systems",
+    ),
+    ("hetero-accuracy", {"systems": [MANY_TYPES], "N": [20000, 40000]}, "hetero-accuracy.systems"),
+    ("hetero-chaos", {"systems": [MANY_TYPES], "N": [20000, 40000]}, "hetero-chaos.systems"),
+    (
+        "whittle-index-linear",
+        {"q": [0.5 + i * 1e-6 for i in range(100_000)]},
+        "whittle-index-linear.q",
+    ),
+    (
+        "whittle-index-meanvar",
+        {"nmax": 200, "q": [0.5 + i * 1e-4 for i in range(300)]},
+        "whittle-index-meanvar.points",
+    ),
+    (
+        "whittle-fcfs",
+        {"nmax": 400, "q": [0.5 + i * 1e-4 for i in range(1000)]},
+        "whittle-fcfs.points",
+    ),
+    (
+        "whittle-indexability",
+        {"mmax": 60, "q": [0.5 + i * 1e-4 for i in range(2000)]},
+        "whittle-indexability.q",
+    ),
+    ("whittle-compare", {"scenarios": WIDE}, "whittle-compare.scenarios.A.B"),
+    ("whittle-gaps", {"scenarios": WIDE}, "whittle-gaps.scenarios.A.B"),
+    ("general-theta-table", {"d": [1, 100_000]}, "general-theta-table.points"),
+    (
+        "general-theta-exp",
+        {"mu": [1.0 + i * 1e-6 for i in range(500_000)]},
+        "general-theta-exp.mu",
+    ),
+    ("general-theta-examples", {"d": list(range(1, 200_000))}, "general-theta-examples.d"),
+    ("general-sojourn", {"N": 10_000_000, "horizon": 1.0e7}, "general-sojourn.points"),
+    ("general-tail", {"N": 10_000_000, "horizon": 1.0e7}, "general-tail.points"),
+    ("general-audit", {"N": 10_000_000, "horizon": 1.0e7}, "general-audit.points"),
+    ("affinity-table1", {"N": 1_000_000_000}, "affinity-table1.N"),
+    ("affinity-stepfunctions", {"N": 100_000_000}, "affinity-stepfunctions.N"),
+    ("affinity-dstar", {"lam": [0.5 + i * 1e-7 for i in range(300_000)]}, "affinity-dstar.points"),
+    (
+        "affinity-trajectories",
+        {"n_traj": 100_000, "n_record": 10_000},
+        "affinity-trajectories.n_record",
+    ),
+    ("affinity-bistability", {"t_end": 1.0e9}, "affinity-bistability.points"),
+    ("affinity-sim-vs-fluid", {"dt_snap": 1e-6}, "affinity-sim-vs-fluid.dt_snap"),
+    ("affinity-basin", {"t_end": 1.0e9}, "affinity-basin.points"),
+    (
+        "affinity-bifurcation",
+        {"lam_grid": [0.5 + i * 1e-7 for i in range(200_000)]},
+        "affinity-bifurcation.points",
+    ),
+    ("affinity-queue-length", {"horizon": 1.0e12}, "affinity-queue-length.points"),
+    ("affinity-waiting", {"horizon": 1.0e12}, "affinity-waiting.points"),
+    ("affinity-tunneling", {"dt_snap": 1e-6}, "affinity-tunneling.dt_snap"),
+    ("universality-fluid", {"server_time": 1.0e15}, "universality-fluid.points"),
+    ("universality-diffusion", {"sde": {"horizon": 1.0e12}}, "universality-diffusion.points"),
+    ("universality-overhead", {"horizon": 1.0e12}, "universality-overhead.points"),
+]
+
+
+@pytest.mark.parametrize(
+    ("artifact", "override", "key"), UNAFFORDABLE, ids=[row[0] for row in UNAFFORDABLE]
+)
+def test_unaffordable_point_is_refused_at_validate(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    artifact: str,
+    override: dict[str, Any],
+    key: str,
+) -> None:
+    """``lbrepro validate`` refuses the point before any job: exit 2, one line, the key."""
+    path = tmp_path / "over.yaml"
+    path.write_text(yaml.safe_dump(_one(artifact, override)), encoding="utf-8")
+    assert cli.main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{key}:" in err, err
+    assert "needs about" in err or "simulation.max_events" in err, err
+
+
+def test_every_artifact_has_estimates_and_an_unaffordable_case() -> None:
+    """A new artifact cannot skip the estimates: every registered one declares ``memory``
+    (bytes by key) and ``cost`` (seconds), and has its row in ``UNAFFORDABLE``."""
+    from lbrepro.artifacts import registry
+
+    artifacts = registry.all_artifacts()
+    assert not [a.id for a in artifacts if a.memory is None or a.cost is None]
+    assert {row[0] for row in UNAFFORDABLE} == {a.id for a in artifacts}
+
+
+def test_default_points_are_affordable_and_estimates_are_plain_numbers() -> None:
+    """Every point of the default and quick configs has finite, non-negative estimates within
+    the default limits (the rule would otherwise refuse the shipped configs)."""
+    from lbrepro.artifacts import registry
+    from lbrepro.core.footprint import total
+    from lbrepro.pipeline import DEFAULT_MEM_MB
+
+    for config in (BASE, load_config(CONFIG_PATH, CONFIG_PATH.parent / "quick.yaml")):
+        for artifact in registry.enabled(config):
+            for point, params in points(config, artifact.id).items():
+                nbytes, key = total(artifact.memory(params))
+                assert 0 <= nbytes < DEFAULT_MEM_MB * 1e6, (artifact.id, point, key, nbytes)
+                seconds = artifact.cost(params)
+                assert 0 <= seconds < math.inf, (artifact.id, point, seconds)
+
+
+def test_mem_mb_is_the_limit(refused: Callable[..., ConfigError]) -> None:
+    """The limit is the job's ``simulation.mem_mb``: a point that fits in 1000 MB is refused
+    at 100 MB, naming the key and the limit."""
+    config = _one("affinity-tunneling", {"dt_snap": 0.2})
+    validate_config(config)
+    small = config | {"simulation": config["simulation"] | {"mem_mb": 100}}
+    err = refused(validate_config, small)
+    assert err.key == "affinity-tunneling.dt_snap", err.key
+    assert "simulation.mem_mb = 100" in str(err) and "lower dt_snap" in str(err), str(err)
 
 
 # A 400-byte "billion laughs": 9^10 values once the aliases are expanded.
@@ -506,7 +648,13 @@ def test_default_and_quick_configs_still_validate() -> None:
 
 def test_table_is_large_enough() -> None:
     total = len(GENERATED) + len(CONFIG_CASES) + len(FILE_CASES) + len(CLI_CASES) + len(ACCEPTED)
-    total += len(SHAPE_CASES) + len(ACCEPTED_FILES) + len(SHORT_RUNS) + len(STREAM_CASES)
+    total += (
+        len(UNAFFORDABLE)
+        + len(SHAPE_CASES)
+        + len(ACCEPTED_FILES)
+        + len(SHORT_RUNS)
+        + len(STREAM_CASES)
+    )
     assert total >= 150, total
 
 

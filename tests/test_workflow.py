@@ -72,6 +72,8 @@ def test_dry_run_with_slurm_profile(run_snakemake, tmp_path):
         ("supermarket-accuracy:\n  cases: [[0.9, 0]]\n", "supermarket-accuracy.cases[0][1]"),
         ("seed: -3\n", "seed"),
         ("supermarket-tail:\n  colour: red\n", "supermarket-tail.colour"),
+        # issue 21: a memory estimate beyond simulation.mem_mb, refused while planning
+        ("affinity-tunneling:\n  dt_snap: 1.0e-6\n", "affinity-tunneling.dt_snap"),
     ],
 )
 def test_bad_config_stops_before_any_job(run_snakemake, tmp_path, override, key):

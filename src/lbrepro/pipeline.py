@@ -176,9 +176,12 @@ def _packed(
 ) -> tuple[dict[str, dict[str, Any]], dict[str, list[str]]]:
     """The artifact's points and the jobs they are packed into, from one call of ``points``."""
     table = points(config, artifact_id)
-    cost = registry.get(artifact_id).cost
+    artifact = registry.get(artifact_id)
+    cost, memory = artifact.cost, artifact.memory
     sim = config.get("simulation", {})
     budget = float(sim.get("job_seconds", 0))
+    if memory is not None:
+        check_memory_estimates(artifact_id, table, memory, sim.get("mem_mb"))
     costs = {p: (None if cost is None else cost(params)) for p, params in table.items()}
     check_event_estimates(artifact_id, costs, sim.get("max_events"))
     try:
@@ -224,6 +227,44 @@ def check_event_estimates(
                 f"point {point} is estimated at {seconds:.3g} s, at least {events:.3g} events, "
                 f"more than simulation.max_events = {limit:.3g}: shorten its horizon (or N), or "
                 "raise simulation.max_events",
+            )
+
+
+#: The memory a compute job gets when ``simulation.mem_mb`` is not set (MB, as Snakemake's
+#: ``mem_mb`` resource; workflow/rules/compute.smk asks for the same).
+DEFAULT_MEM_MB = 1000
+
+
+def check_memory_estimates(
+    artifact_id: str,
+    table: Mapping[str, Mapping[str, Any]],
+    memory: Any,
+    mem_mb: float | None,
+) -> None:
+    """Refuse, at validation, a point whose arrays will certainly not fit in its job's memory.
+
+    ``memory(params)`` estimates the bytes a point allocates by the config key that drives
+    them (lbrepro.core.footprint); the limit is the memory its job asks the scheduler for,
+    ``simulation.mem_mb`` (default :data:`DEFAULT_MEM_MB`). The error names the artifact's
+    key that contributes most: ``KEY: point P needs about X GiB, beyond Y GiB ...; lower ...``.
+    """
+    from lbrepro.core.footprint import total
+
+    limit_mb = DEFAULT_MEM_MB if mem_mb is None else float(mem_mb)
+    limit = limit_mb * 1e6
+    for point, params in table.items():
+        nbytes, key = total(memory(params))
+        if not nbytes >= 0:
+            raise ConfigError(
+                f"{artifact_id}.{key or 'points'}",
+                f"point {point}: its memory estimate is {nbytes!r} bytes (parameters out of range)",
+            )
+        if nbytes > limit:
+            raise ConfigError(
+                f"{artifact_id}.{key}",
+                f"point {point} needs about {nbytes / 2**30:.3g} GiB, beyond the "
+                f"{limit / 2**30:.3g} GiB of simulation.mem_mb = {limit_mb:g}; lower {key} (or "
+                "raise simulation.mem_mb)",
             )
 
 

@@ -20,7 +20,13 @@ from lbrepro.core.runlock import clear_stale_locks, forget_run, record_run
 from snakemake_interface_executor_plugins.settings import ExecMode
 from lbrepro.config import deep_merge, read_config_file, retype_command_line
 from lbrepro.core.errors import ConfigError
-from lbrepro.pipeline import artifact_params, damaged_job_tables, plan, validate_config
+from lbrepro.pipeline import (
+    DEFAULT_MEM_MB,
+    artifact_params,
+    damaged_job_tables,
+    plan,
+    validate_config,
+)
 
 try:
     # Every config file read again, strictly: Snakemake's reader keeps the last of duplicate

@@ -14,7 +14,7 @@ rule compute_points:
     threads: 1
     resources:
         runtime=config["simulation"].get("runtime_min", 30),
-        mem_mb=config["simulation"].get("mem_mb", 1000),
+        mem_mb=config["simulation"].get("mem_mb", DEFAULT_MEM_MB),
     params:
         job=params_of_job,
     script:

@@ -5,8 +5,11 @@ text and its artifacts); the registry discovers every such package, so adding a 
 list here. Each artifact is declared once, in its own module, with the functions that make it:
 ``points(cfg)`` → parameter points, ``compute(params, seed)`` → tidy rows,
 ``plot(rows, cfg)`` → a matplotlib figure, ``check(rows, cfg)`` → claims, ``summary(rows)`` →
-a small wide table for the report, and optionally ``cost(params)`` → the estimated seconds of
-one point, by which cheap points share a job. ``cfg`` is the artifact's own config section.
+a small wide table for the report, ``memory(params)`` → the bytes one point allocates, by the
+config key that drives them (refused at validation beyond ``simulation.mem_mb``), and
+``cost(params)`` → the estimated seconds of one point, by which cheap points share a job and
+beyond ``simulation.max_events`` a point is refused (lbrepro.pipeline). ``cfg`` is the
+artifact's own config section.
 """
 
 from __future__ import annotations
@@ -77,6 +80,10 @@ class Artifact:
     # cheaper than `simulation.job_seconds` share a job (lbrepro.core.packing). None: one
     # job per point.
     cost: Callable[[Mapping[str, Any]], float] | None = None
+    # Estimated bytes one point's compute allocates, by the config key that drives them
+    # (lbrepro.core.footprint): a point beyond `simulation.mem_mb` is refused at validation
+    # (lbrepro.pipeline.check_memory_estimates). Every artifact declares one (a test checks).
+    memory: Callable[[Mapping[str, Any]], Mapping[str, float]] | None = None
 
     @property
     def has_figure(self) -> bool:

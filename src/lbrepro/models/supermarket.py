@@ -485,18 +485,10 @@ def check_memory(command: str, args: Mapping[str, Any]) -> None:
         )
 
 
-def check_mean_field_memory(key: str, rho: float, d: int) -> None:
-    """Refuse (naming ``key``) a load whose mean-field tail would not fit in MEMORY_LIMIT:
-    what a config point at (ρ, d) solves (``rho: [0.99999999], d: [1]``: ~27 GiB)."""
-    levels = _levels(rho, d, 1e-16)
-    nbytes = 8.0 * levels
-    if nbytes > MEMORY_LIMIT:
-        raise ConfigError(
-            key,
-            f"load {rho:.10g} with d = {d}: the mean-field tail needs about {levels:.3g} "
-            f"levels (~{nbytes / 2**30:.3g} GiB), beyond {MEMORY_LIMIT / 2**30:g} GiB; lower "
-            "the load or raise d",
-        )
+def mean_field_bytes(rho: float, d: int) -> float:
+    """Bytes of the mean-field tail a config point at (ρ, d) solves, to 1e-16 (``rho:
+    [0.99999999], d: [1]``: ~27 GiB); the artifacts' memory estimate (lbrepro.core.footprint)."""
+    return 8.0 * _levels(rho, d, 1e-16)
 
 
 MODEL = Model(

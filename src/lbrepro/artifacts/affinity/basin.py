@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from lbrepro.artifacts.affinity import estimates
 from lbrepro.artifacts.affinity.config_checks import service_rates, validator_with_hysteresis
 from lbrepro.artifacts.affinity.judging import exact_verdict
 from lbrepro.artifacts.affinity.reconstructions import FLUID_NOTE
@@ -236,6 +237,8 @@ ARTIFACT = Artifact(
     methods=("MF",),
     points=points,
     compute=compute,
+    cost=estimates.basin_cost,
+    memory=estimates.basin_memory,
     check=check,
     plot=plot,
     validate=validator_with_hysteresis("affinity-basin"),

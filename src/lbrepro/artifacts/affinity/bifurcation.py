@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from lbrepro.artifacts.affinity import estimates
 from lbrepro.artifacts.affinity.config_checks import service_rates, validator_with_hysteresis
 from lbrepro.artifacts.affinity.judging import exact_verdict
 from lbrepro.artifacts.affinity.rows import SLUG, table_row
@@ -207,6 +208,8 @@ ARTIFACT = Artifact(
     methods=("MF",),
     points=points,
     compute=compute,
+    cost=estimates.bifurcation_cost,
+    memory=estimates.bifurcation_memory,
     check=check,
     plot=plot,
     validate=validator_with_hysteresis("affinity-bifurcation"),

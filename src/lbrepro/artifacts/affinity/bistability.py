@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from lbrepro.artifacts.affinity import estimates
 from lbrepro.artifacts.affinity.config_checks import validator_with_hysteresis
 from lbrepro.artifacts.affinity.fluid_trajectories import (
     check_trajectories,
@@ -52,6 +53,8 @@ ARTIFACT = Artifact(
     methods=("MF",),
     points=trajectory_points,
     compute=compute,
+    cost=estimates.trajectory_cost,
+    memory=estimates.trajectory_memory,
     check=check,
     plot=plot,
     validate=validator_with_hysteresis("affinity-bistability"),

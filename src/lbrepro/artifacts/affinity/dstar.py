@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from lbrepro.artifacts.affinity import estimates
 from lbrepro.artifacts.affinity.config_checks import check_loads_and_d1
 from lbrepro.artifacts.affinity.judging import exact_verdict
 from lbrepro.artifacts.affinity.rows import SLUG, is_real_number, table_row
@@ -173,6 +174,8 @@ ARTIFACT = Artifact(
     methods=("CF",),
     points=points,
     compute=compute,
+    cost=estimates.dstar_cost,
+    memory=estimates.dstar_memory,
     check=check,
     summary=summary,
     validate=validate,

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from lbrepro.artifacts.affinity import estimates
 from lbrepro.artifacts.affinity.config_checks import service_rates
 from lbrepro.artifacts.affinity.judging import QUARTER, band_verdict
 from lbrepro.artifacts.affinity.performance import (
@@ -141,6 +142,7 @@ ARTIFACT = Artifact(
     points=points,
     cost=cost,
     compute=compute,
+    memory=estimates.performance_memory,
     check=check,
     plot=plot,
     summary=summary_of(("wait_jobs", "wait_var")),

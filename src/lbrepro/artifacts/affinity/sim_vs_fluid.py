@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from lbrepro.artifacts.affinity import estimates
 from lbrepro.artifacts.affinity.config_checks import check_loads_and_d1, service_rates
 from lbrepro.artifacts.affinity.judging import (
     LAM_SHIFT,
@@ -434,6 +435,7 @@ ARTIFACT = Artifact(
     points=points,
     cost=simulation_cost,
     compute=compute,
+    memory=estimates.sim_vs_fluid_memory,
     check=check,
     plot=plot,
     summary=summary,

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from lbrepro.artifacts.affinity import estimates
 from lbrepro.artifacts.affinity.judging import exact_verdict
 from lbrepro.artifacts.affinity.rows import SLUG, table_row
 from lbrepro.artifacts.registry import Artifact, Rows
@@ -147,6 +148,8 @@ ARTIFACT = Artifact(
     methods=("CF",),
     points=points,
     compute=compute,
+    cost=estimates.stepfunctions_cost,
+    memory=estimates.stepfunctions_memory,
     check=check,
     plot=plot,
 )

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from lbrepro.artifacts.affinity import estimates
 from lbrepro.artifacts.affinity.judging import exact_verdict
 from lbrepro.artifacts.affinity.rows import SLUG, table_row
 from lbrepro.artifacts.registry import Artifact, Rows
@@ -151,6 +152,8 @@ ARTIFACT = Artifact(
     methods=("CF",),
     points=points,
     compute=compute,
+    cost=estimates.table1_cost,
+    memory=estimates.table1_memory,
     check=check,
     summary=summary,
     reconstructions=(

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from lbrepro.artifacts.affinity import estimates
 from lbrepro.artifacts.affinity.config_checks import service_rates, validator_with_hysteresis
 from lbrepro.artifacts.affinity.judging import exact_verdict, grows
 from lbrepro.artifacts.affinity.reconstructions import ASSIGNMENT_NOTE, PRIMARY_NOTE, TUNNELING_NOTE
@@ -391,6 +392,8 @@ ARTIFACT = Artifact(
     methods=("SIM",),
     points=points,
     compute=compute,
+    cost=estimates.tunneling_cost,
+    memory=estimates.tunneling_memory,
     check=check,
     plot=plot,
     summary=summary,

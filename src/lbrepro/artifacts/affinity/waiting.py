@@ -6,6 +6,7 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from lbrepro.artifacts.affinity import estimates
 from lbrepro.artifacts.affinity.config_checks import service_rates
 from lbrepro.artifacts.affinity.judging import QUARTER, band_verdict
 from lbrepro.artifacts.affinity.performance import (
@@ -118,6 +119,7 @@ ARTIFACT = Artifact(
     points=points,
     cost=cost,
     compute=compute,
+    memory=estimates.performance_memory,
     check=check,
     plot=plot,
     summary=summary_of(("wait_time_I", "wait_time_II", "wait_time")),

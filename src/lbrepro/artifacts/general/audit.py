@@ -20,6 +20,7 @@ from lbrepro.artifacts.general.point_runs import (
     load_sweep_cost,
     load_sweep_points,
     main_rows,
+    point_memory,
     point_rows_with_limit_run,
 )
 from lbrepro.artifacts.registry import Artifact, Rows
@@ -132,6 +133,7 @@ ARTIFACT = Artifact(
     methods=("CF", "MF", "SIM"),
     points=load_sweep_points,
     cost=load_sweep_cost,
+    memory=point_memory,
     compute=point_rows_with_limit_run,
     check=check,
     summary=summary,

@@ -12,6 +12,7 @@ import numpy as np
 
 from lbrepro.artifacts.general.config_checks import point_id_fragment
 from lbrepro.artifacts.registry import Rows
+from lbrepro.core import footprint
 from lbrepro.core.ids import add_point, num
 from lbrepro.core.packing import simulation_seconds
 from lbrepro.models import general as model
@@ -42,6 +43,24 @@ def load_sweep_points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 def load_sweep_cost(p: Mapping[str, Any]) -> float:
     """Estimated seconds of a load-sweep point: arrivals and departures, 2ρN per unit time."""
     return simulation_seconds(2 * p["rho"] * p["N"] * p["horizon"], EVENTS_PER_SECOND)
+
+
+#: Bytes per server of the general-service kernel (queue length, head-of-line times and
+#: phases, int64/float64 each) and of its start state.
+BYTES_PER_SERVER = 32
+#: Levels of the phase-type mean field at least (distribution phases ≤ MAX_PHASES = 64 are
+#: refused beyond, by the spec parser): 64 levels × 64² phases of float64 at most.
+MEAN_FIELD_BYTES = 64 * 64 * 64 * footprint.FLOAT
+
+
+def point_memory(p: Mapping[str, Any]) -> footprint.Footprint:
+    """Bytes of a simulation point: the kernel's per-server arrays, the phase-type mean field,
+    and its rows (u_0..u_kmax of the runs)."""
+    return {
+        "N": BYTES_PER_SERVER * p["N"],
+        "dists": MEAN_FIELD_BYTES,
+        "kmax": footprint.rows(4 * (p["kmax"] + 1) + 8),
+    }
 
 
 def sim_rows(sim: Any, seed: np.random.SeedSequence, kmax: int, base: dict[str, Any]) -> Rows:

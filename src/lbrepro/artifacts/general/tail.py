@@ -21,7 +21,13 @@ from lbrepro.artifacts.general.config_checks import (
     check_simulation,
     point_id_fragment,
 )
-from lbrepro.artifacts.general.point_runs import PH_NOTE, main_rows, point_rows
+from lbrepro.artifacts.general.point_runs import (
+    PH_NOTE,
+    load_sweep_cost,
+    main_rows,
+    point_memory,
+    point_rows,
+)
 from lbrepro.artifacts.registry import Artifact, Rows
 from lbrepro.core.claims import NOT_REPRODUCED, Claim, diagnostic, make_claim
 from lbrepro.core.ids import add_point
@@ -343,6 +349,8 @@ ARTIFACT = Artifact(
     methods=("CF", "MF", "SIM"),
     points=points,
     compute=compute,
+    cost=load_sweep_cost,
+    memory=point_memory,
     check=check,
     plot=plot,
     summary=summary,

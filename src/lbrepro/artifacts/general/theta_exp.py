@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from lbrepro.artifacts.general import theta_estimates
 from lbrepro.artifacts.registry import Artifact, Rows
 from lbrepro.core.claims import Claim, close, consistency
 from lbrepro.core.io import select
@@ -96,6 +97,8 @@ ARTIFACT = Artifact(
     methods=("CF",),
     points=points,
     compute=compute,
+    cost=theta_estimates.grid_cost,
+    memory=theta_estimates.memory,
     check=check,
     plot=plot,
 )

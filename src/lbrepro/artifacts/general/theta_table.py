@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from lbrepro.artifacts.general import theta_estimates
 from lbrepro.artifacts.registry import Artifact, Rows
 from lbrepro.core.claims import Claim, close, consistency, make_claim
 from lbrepro.core.io import select
@@ -171,6 +172,8 @@ ARTIFACT = Artifact(
     methods=("CF",),
     points=points,
     compute=compute,
+    cost=theta_estimates.table_cost,
+    memory=theta_estimates.memory,
     check=check,
     summary=summary,
     reconstructions=(

@@ -12,7 +12,8 @@ import numpy as np
 from lbrepro.artifacts.hetero.configuration import (
     check_load,
     named_systems,
-    simulation_cost,
+    point_cost,
+    point_memory,
     system_from_spec,
     validate_systems,
 )
@@ -269,7 +270,8 @@ ARTIFACT = Artifact(
     ),
     methods=("SIM",),
     points=points,
-    cost=simulation_cost,
+    cost=point_cost,
+    memory=point_memory,
     compute=compute,
     check=check,
     plot=plot,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from lbrepro.core import footprint
 from lbrepro.core.args import run_length
 from lbrepro.core.errors import ConfigError
 from lbrepro.core.packing import simulation_seconds
@@ -117,3 +118,55 @@ def simulation_cost(p: Mapping[str, Any]) -> float:
     if p.get("policy") == "random":
         events *= RANDOM_ROUTING_SLOWDOWN
     return simulation_seconds(events, EVENTS_PER_SECOND)
+
+
+#: Seconds of one mean-field solve (a fixed point per policy and load; a bisection of the
+#: stability boundary solves ~20 of them: 0.2–0.6 s measured per policy).
+MEAN_FIELD_SOLVE_SECONDS = 0.02
+BISECTION_SECONDS = 0.3
+#: Levels a simulation or a mean field allocates per server type at least (grown on demand).
+MIN_LEVELS = 64
+#: Bytes per server of a run's start state (occupancies drawn per server, and their counts).
+START_BYTES_PER_SERVER = 16
+
+
+def point_cost(p: Mapping[str, Any]) -> float:
+    """Estimated seconds of any point of the paper: a simulation (:func:`simulation_cost`, or
+    one run per horizon of ``horizons`` at ``side``·capacity), a mean-field sweep over
+    ``rho_grid`` × ``policies``, or the boundary bisections of ``ratios_bisect``."""
+    if "horizons" in p:
+        spec = p["spec"]
+        capacity = sum(g * c for g, c in zip(spec["gamma"], spec["C"], strict=True))
+        lam = p["side"] * model.sqd_stability_closed_form(system_from_spec(spec), spec["d"][0])
+        events = 2 * min(lam, capacity) * p["N"] * sum(p["horizons"])
+        return simulation_seconds(events, EVENTS_PER_SECOND)
+    if "ratios_bisect" in p:
+        work = 3 * BISECTION_SECONDS * len(p["ratios_bisect"])
+        return simulation_seconds(0.0, EVENTS_PER_SECOND) + work
+    if "rho_grid" in p and "horizon" not in p:
+        work = MEAN_FIELD_SOLVE_SECONDS * len(p["rho_grid"]) * len(p["policies"])
+        return simulation_seconds(0.0, EVENTS_PER_SECOND) + work
+    return simulation_cost(p)
+
+
+def point_memory(p: Mapping[str, Any]) -> footprint.Footprint:
+    """Bytes of any point of the paper: the kernel's per-type tables ((J + 2)·J) and levels
+    (J × at least MIN_LEVELS, × deep_levels·C_max/C_min for the log-space tail), the start
+    state's N draws, and the rows (per level, per load of a sweep, per ratio)."""
+    spec = p.get("spec", {"gamma": [0.5, 0.5], "C": [1.0, 2.0]})
+    J = len(spec["gamma"])
+    ratio = max(spec["C"]) / min(spec["C"])
+    out = {"systems": footprint.FLOAT * (3 * (J + 2) * J + 4 * J * MIN_LEVELS)}
+    if "N" in p:
+        out["N"] = START_BYTES_PER_SERVER * p["N"]
+    if "deep_levels" in p:
+        out["deep_levels"] = 4 * footprint.FLOAT * J * p["deep_levels"] * ratio
+    n_rows = 2 * J * (p.get("kmax", 0) + 1) + 8
+    if "rho_grid" in p and "horizon" not in p:
+        out["rho_grid"] = footprint.rows(len(p["rho_grid"]) * len(p["policies"]) * (J + 4))
+    if "ratios" in p:
+        out["ratios"] = footprint.rows(len(p["ratios"]) + 3 * len(p["ratios_bisect"]))
+    if "horizons" in p:
+        n_rows += 2 * len(p["horizons"])
+    out["kmax" if "kmax" in p else "points"] = footprint.rows(n_rows)
+    return out

@@ -11,7 +11,8 @@ import numpy as np
 from lbrepro.artifacts.hetero.configuration import (
     check_load,
     named_systems,
-    simulation_cost,
+    point_cost,
+    point_memory,
     system_from_spec,
     validate_systems,
 )
@@ -457,7 +458,8 @@ ARTIFACT = Artifact(
     ),
     methods=("MF", "SIM"),
     points=points,
-    cost=simulation_cost,
+    cost=point_cost,
+    memory=point_memory,
     compute=compute,
     check=check,
     plot=plot,

@@ -12,6 +12,8 @@ import numpy as np
 
 from lbrepro.artifacts.hetero.configuration import (
     named_systems,
+    point_cost,
+    point_memory,
     system_from_spec,
     validate_systems,
 )
@@ -456,6 +458,8 @@ ARTIFACT = Artifact(
     methods=("CF", "MF", "SIM"),
     points=points,
     compute=compute,
+    cost=point_cost,
+    memory=point_memory,
     check=check,
     plot=plot,
     validate=validate,

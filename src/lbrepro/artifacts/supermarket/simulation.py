@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
+from lbrepro.core import footprint
 from lbrepro.core.errors import ConfigError
 from lbrepro.core.packing import simulation_seconds
 from lbrepro.models import supermarket as model
@@ -17,7 +18,13 @@ from lbrepro.sim.occupancy import EVENTS_PER_SECOND, OccupancySimResult
 # benchmark files).
 SINGLE_CHOICE_SLOWDOWN = 4.0
 
-__all__ = ["check_stable", "mean_jobs_row", "simulate_point"]
+__all__ = [
+    "check_stable",
+    "mean_jobs_row",
+    "simulate_point",
+    "simulation_cost",
+    "simulation_memory",
+]
 
 
 def check_stable(key: str, rho: float) -> None:
@@ -68,3 +75,22 @@ def simulation_cost(p: Mapping[str, Any]) -> float:
     if p["d"] == 1:
         events *= SINGLE_CHOICE_SLOWDOWN
     return simulation_seconds(events, EVENTS_PER_SECOND)
+
+
+#: Bytes per server of a run's start state (N occupancies drawn from the fixed point, and
+#: their counts).
+START_BYTES_PER_SERVER = 16
+
+
+def simulation_memory(load_key: str) -> Callable[[Mapping[str, Any]], footprint.Footprint]:
+    """The memory estimate of a point (its load under ``load_key``): the mean-field tail to
+    1e-16 (levels grow as log(1e-16)/log ρ at d = 1), the start state's N draws, the rows."""
+
+    def memory(p: Mapping[str, Any]) -> footprint.Footprint:
+        return {
+            load_key: model.mean_field_bytes(p["rho"], p["d"]),
+            "N": START_BYTES_PER_SERVER * p["N"],
+            "kmax": footprint.rows(p.get("kmax", 0) + 4),
+        }
+
+    return memory

@@ -21,7 +21,12 @@ from lbrepro.artifacts.universality.families import (
     validate_families,
 )
 from lbrepro.artifacts.universality.replications import pool_replications, replications_needed
-from lbrepro.artifacts.universality.simulation import sim_rows, simulation_cost
+from lbrepro.artifacts.universality.simulation import (
+    point_memory,
+    sde_cost,
+    sim_rows,
+    simulation_cost,
+)
 from lbrepro.core.claims import Claim, diagnostic, make_claim
 from lbrepro.core.errors import ConfigError
 from lbrepro.core.ids import add_point
@@ -432,9 +437,9 @@ def summary(rows: Rows) -> Rows:
 
 
 def cost(p: Mapping[str, Any]) -> float:
-    """Estimated seconds of a simulation point (the SDE point: unknown, a job of its own)."""
+    """Estimated seconds of a simulation point, or of the SDE point (its steps)."""
     if "N" not in p:
-        return math.inf
+        return sde_cost(p)
     return simulation_cost(events_per_time(p["N"], p["beta"]), p)
 
 
@@ -453,6 +458,7 @@ ARTIFACT = Artifact(
     methods=("SIM",),
     points=points,
     cost=cost,
+    memory=point_memory,
     compute=compute,
     check=check,
     plot=plot,

@@ -20,7 +20,7 @@ from lbrepro.artifacts.universality.families import (
     sim_series,
     validate_families,
 )
-from lbrepro.artifacts.universality.simulation import load_cost, sim_rows
+from lbrepro.artifacts.universality.simulation import load_cost, point_memory, sim_rows
 from lbrepro.core.claims import Claim, diagnostic, make_claim
 from lbrepro.core.errors import ConfigError
 from lbrepro.core.ids import add_point
@@ -375,6 +375,7 @@ ARTIFACT = Artifact(
     methods=("MF", "SIM"),
     points=points,
     cost=load_cost,
+    memory=point_memory,
     compute=compute,
     check=check,
     plot=plot,

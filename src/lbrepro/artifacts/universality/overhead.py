@@ -10,7 +10,7 @@ import numpy as np
 from lbrepro.artifacts.registry import Artifact, Rows
 from lbrepro.artifacts.universality.estimates import scaled
 from lbrepro.artifacts.universality.families import of_family, validate_families
-from lbrepro.artifacts.universality.simulation import load_cost, sim_rows
+from lbrepro.artifacts.universality.simulation import load_cost, point_memory, sim_rows
 from lbrepro.core.claims import Claim, diagnostic, make_claim
 from lbrepro.core.errors import ConfigError
 from lbrepro.core.ids import add_point
@@ -219,6 +219,7 @@ ARTIFACT = Artifact(
     methods=("SIM",),
     points=points,
     cost=load_cost,
+    memory=point_memory,
     compute=compute,
     check=check,
     plot=plot,

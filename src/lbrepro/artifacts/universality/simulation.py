@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from lbrepro.artifacts.registry import Rows
+from lbrepro.core import footprint
 from lbrepro.core.packing import simulation_seconds
 from lbrepro.sim.occupancy import EVENTS_PER_SECOND
 
@@ -32,6 +33,28 @@ def simulation_cost(events_per_time: float, p: Mapping[str, Any]) -> float:
 def load_cost(p: Mapping[str, Any]) -> float:
     """Estimated seconds of a point at load ``p["lam"]``: 2λN events per unit time."""
     return simulation_cost(2 * p["lam"] * p["N"], p)
+
+
+#: Bytes per server of the kernels (queue lengths, the without-replacement sampling's
+#: permutation and positions, int64 each, and the start state).
+BYTES_PER_SERVER = 40
+#: Seconds of one Euler–Maruyama step of the JSQ diffusion at the finest dt (all dts share
+#: one Brownian path; a lower bound of the compiled loop).
+SDE_STEP_SECONDS = 2e-8
+
+
+def point_memory(p: Mapping[str, Any]) -> footprint.Footprint:
+    """Bytes of a point: the kernel's per-server arrays (the SDE point keeps a few numbers
+    per dt), and its rows."""
+    if "N" not in p:
+        return {"sde": footprint.rows(8 * len(p["dts"]) + 8)}
+    return {"N": BYTES_PER_SERVER * p["N"], "d": footprint.rows(64)}
+
+
+def sde_cost(p: Mapping[str, Any]) -> float:
+    """Seconds of the SDE point: (horizon + warm-up)/min(dt) steps."""
+    steps = (p["horizon"] + p["warmup"]) / min(p["dts"])
+    return simulation_seconds(0.0, EVENTS_PER_SECOND) + steps * SDE_STEP_SECONDS
 
 
 def unobserved_bound(sim: Any) -> float:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from lbrepro.artifacts.registry import Artifact, Rows
+from lbrepro.artifacts.whittle.estimates import chain_cost, chain_memory
 from lbrepro.artifacts.whittle.grid import table_d_label
 from lbrepro.artifacts.whittle.policy_comparison import (
     CONTROL_LOAD,
@@ -29,11 +30,9 @@ from lbrepro.artifacts.whittle.policy_comparison import (
 )
 from lbrepro.core.claims import Claim, make_claim
 from lbrepro.core.io import select
-from lbrepro.core.packing import simulation_seconds
 from lbrepro.core.verdicts import EmptyComparisonError, agreement_margin, agrees, estimate
 from lbrepro.models import whittle_policies as pol
 from lbrepro.plotting.style import color, new_figure
-from lbrepro.sim.slotted_lps import EVENTS_PER_SECOND
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure  # annotations only: compute jobs skip matplotlib
@@ -155,11 +154,6 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Figure:
     return fig
 
 
-def cost(p: Mapping[str, Any]) -> float:
-    """Estimated seconds of a point: its exact costs, then ``slots`` slots per policy."""
-    return simulation_seconds(p["slots"], EVENTS_PER_SECOND)
-
-
 ARTIFACT = Artifact(
     id="whittle-compare",
     slug="whittle",
@@ -174,7 +168,8 @@ ARTIFACT = Artifact(
     ),
     methods=("MDP", "SIM"),
     points=points,
-    cost=cost,
+    cost=chain_cost,
+    memory=chain_memory,
     compute=compute,
     check=check,
     plot=plot,

@@ -14,13 +14,13 @@ from typing import Any
 import numpy as np
 
 from lbrepro.artifacts.registry import Artifact, Rows
+from lbrepro.artifacts.whittle.estimates import fcfs_cost, index_memory
 from lbrepro.artifacts.whittle.grid import check_grid
 from lbrepro.artifacts.whittle.reconstructions import RECON_COSTS, RECON_EVENTS
 from lbrepro.core.claims import Claim, close, consistency, make_claim
 from lbrepro.core.errors import ConfigError
 from lbrepro.core.ids import add_point, num
 from lbrepro.core.io import select
-from lbrepro.core.packing import startup_cost
 from lbrepro.core.verdicts import EmptyComparisonError
 from lbrepro.models import whittle as model
 
@@ -171,7 +171,8 @@ ARTIFACT = Artifact(
     ),
     methods=("CF", "MDP"),
     points=points,
-    cost=startup_cost,
+    cost=fcfs_cost,
+    memory=index_memory,
     compute=compute,
     check=check,
     summary=summary,

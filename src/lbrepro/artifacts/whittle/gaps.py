@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from lbrepro.artifacts.registry import Artifact, Rows
+from lbrepro.artifacts.whittle.estimates import chain_cost, chain_memory
 from lbrepro.artifacts.whittle.policy_comparison import (
     NON_INFERIOR,
     POLICY_RECONSTRUCTIONS,
@@ -30,7 +31,6 @@ from lbrepro.artifacts.whittle.policy_comparison import (
     validate_scenarios,
 )
 from lbrepro.core.claims import Claim, make_claim
-from lbrepro.core.packing import startup_cost
 from lbrepro.core.verdicts import EmptyComparisonError, Verdict, exact
 from lbrepro.models import whittle_policies as pol
 
@@ -130,7 +130,8 @@ ARTIFACT = Artifact(
     ),
     methods=("MDP",),
     points=points,
-    cost=startup_cost,
+    cost=chain_cost,
+    memory=chain_memory,
     compute=compute,
     check=check,
     summary=summary_gaps,

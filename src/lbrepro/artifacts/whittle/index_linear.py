@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from lbrepro.artifacts.registry import Artifact, Rows
+from lbrepro.artifacts.whittle.estimates import index_cost, index_memory
 from lbrepro.artifacts.whittle.grid import table_d_label
 from lbrepro.artifacts.whittle.index_curves import (
     CONTROL_BETA,
@@ -30,7 +31,6 @@ from lbrepro.artifacts.whittle.index_curves import (
 )
 from lbrepro.core.claims import Claim, make_claim
 from lbrepro.core.io import select
-from lbrepro.core.packing import startup_cost
 from lbrepro.core.verdicts import EmptyComparisonError, Verdict, exact
 from lbrepro.plotting.style import METHOD_STYLE, color, new_figure
 
@@ -183,7 +183,8 @@ ARTIFACT = Artifact(
     ),
     methods=("MDP", "CF"),
     points=points,
-    cost=startup_cost,
+    cost=index_cost,
+    memory=index_memory,
     compute=compute_index,
     check=check,
     plot=plot,

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from lbrepro.artifacts.registry import Artifact, Rows
+from lbrepro.artifacts.whittle.estimates import index_cost, index_memory
 from lbrepro.artifacts.whittle.grid import table_d_label
 from lbrepro.artifacts.whittle.index_curves import (
     INDEX_RECONSTRUCTIONS,
@@ -25,7 +26,6 @@ from lbrepro.artifacts.whittle.index_curves import (
 )
 from lbrepro.core.claims import Claim, make_claim
 from lbrepro.core.io import select
-from lbrepro.core.packing import startup_cost
 from lbrepro.plotting.style import color, new_figure
 
 if TYPE_CHECKING:
@@ -120,7 +120,8 @@ ARTIFACT = Artifact(
     ),
     methods=("MDP",),
     points=points,
-    cost=startup_cost,
+    cost=index_cost,
+    memory=index_memory,
     compute=compute_index,
     check=check,
     plot=plot,

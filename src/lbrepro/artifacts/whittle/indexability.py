@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from lbrepro.artifacts.registry import Artifact, Rows
+from lbrepro.artifacts.whittle.estimates import index_memory
 from lbrepro.artifacts.whittle.grid import check_grid, table_d_label
 from lbrepro.artifacts.whittle.reconstructions import RECON_COSTS, RECON_EVENTS
 from lbrepro.core.claims import Claim, make_claim
@@ -189,6 +190,7 @@ ARTIFACT = Artifact(
     methods=("MDP",),
     points=points,
     cost=cost,
+    memory=index_memory,
     compute=compute,
     check=check,
     summary=summary,
