@@ -51,7 +51,7 @@ def test_a_row_that_breaks_the_vocabulary_is_named(change, says):
     problems = table_problems(rows, "toy")
     assert len(problems) == 1 and problems[0].startswith("toy: row 2 (p1, "), problems
     assert says in problems[0], problems
-    with pytest.raises(TableError, match="results/toy.csv: toy: row 2"):
+    with pytest.raises(TableError, match=r"results/toy\.csv: toy: row 2"):
         check_table(rows, "toy", "results/toy.csv")
 
 
