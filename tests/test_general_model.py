@@ -165,3 +165,24 @@ def test_solve_json() -> None:
     mf = gen.cavity_fixed_point("erlang:2", 0.8, 2)
     assert out["mean_sojourn"] == pytest.approx(mf.mean_sojourn(0.8), rel=1e-12)
     assert out["published"]["mean_sojourn"] == pytest.approx(1.585, abs=1e-3)
+
+
+@pytest.mark.parametrize(("m", "d"), [(3, 2), (5, 5), (10, 7), (50, 20)])
+def test_erlang_theta_closed_form_is_exact_beyond_float_factorials(m: int, d: int) -> None:
+    """Erlang θ term by term agrees with exact rational arithmetic, also where n! overflows a
+    float and the coefficients underflow ((m − 1)d ≥ 171: Erlang-50 at d = 20 once raised
+    OverflowError), and with the quadrature."""
+    from fractions import Fraction
+
+    poly = [Fraction(1, math.factorial(j)) for j in range(m)]
+    power = [Fraction(1)]
+    for _ in range(d):
+        out = [Fraction(0)] * (len(power) + m - 1)
+        for i, a in enumerate(power):
+            for j, b in enumerate(poly):
+                out[i + j] += a * b
+        power = out
+    exact = float(sum(c * math.factorial(n) / Fraction(d) ** (n + 1) for n, c in enumerate(power)))
+    dist = svc.erlang(m, float(m))  # rate m: mean 1, μ = 1, so θ = (the integral in y = mx)/m
+    assert gen.theta_closed_form(dist, d) == pytest.approx(exact / m, rel=1e-12)
+    assert gen.theta(dist, d) == pytest.approx(exact / m, rel=1e-8)

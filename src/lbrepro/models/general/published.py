@@ -64,16 +64,33 @@ def theta_closed_form(dist: Any, d: Any) -> float | None:
         return mu ** (d - 1)
     if f == "erlang":
         m, r = p["m"], p["rate"]
-        poly = np.array([1.0 / math.factorial(j) for j in range(m)])  # in powers of y = rx
-        power = np.array([1.0])
-        for _ in range(d):
-            power = np.convolve(power, poly)
-        # ∫_0^∞ e^{−d y} y^n dy / r = n! / (r d^{n+1})
-        total = math.fsum(
-            c * math.factorial(n) / d ** (n + 1) for n, c in enumerate(power.tolist())
-        )
-        return mu**d * total / r
+        return mu**d * _erlang_power_integral(m, d) / r
     return None
+
+
+def _erlang_power_integral(m: int, d: int) -> float:
+    """∫_0^∞ (e^{−y} Σ_{j<m} y^j/j!)^d dy, exactly term by term, in log space.
+
+    The d-th power of the polynomial has coefficients c_n (n ≤ (m−1)d) and each term
+    integrates to c_n n!/d^{n+1}. In floating point c_n underflows and n! overflows once
+    (m−1)d ≥ 171 (Erlang-50 at d = 20 raised OverflowError), although their product is of
+    order one: so the convolutions run on log c_n (log-sum-exp) and every term is formed as
+    exp(log c_n + log n! − (n+1) log d). All terms are positive, so nothing cancels.
+    """
+    log_poly = -np.array([math.lgamma(j + 1) for j in range(m)])  # log(1/j!)
+    log_power = np.array([0.0])
+    for _ in range(d):
+        n_out = len(log_power) + m - 1
+        # pairs[i, j] = log_power[i] + log_poly[j] contributes to the coefficient i + j
+        pairs = log_power[:, None] + log_poly[None, :]
+        out = np.full(n_out, -np.inf)
+        for j in range(m):
+            seg = out[j : j + len(log_power)]
+            out[j : j + len(log_power)] = np.logaddexp(seg, pairs[:, j])
+        log_power = out
+    n = np.arange(len(log_power))
+    lgam = np.array([math.lgamma(k + 1.0) for k in n])
+    return math.fsum(np.exp(log_power + lgam - (n + 1) * math.log(d)).tolist())
 
 
 def published_tail(
