@@ -31,6 +31,7 @@ CHECKS = "results/{slug}/{artifact}.checks.json"
 JOB = "results/{slug}/{artifact}/jobs/{job}.csv"
 FIGURE_PNG = "figures/{slug}/{artifact}.png"
 FIGURE_SVG = "figures/{slug}/{artifact}.svg"
+FIGURE_PDF = "figures/{slug}/{artifact}.pdf"
 REPORT = "report/index.html"
 
 
@@ -84,6 +85,7 @@ class Artifact:
         if self.has_figure:
             paths["png"] = FIGURE_PNG.format(**fmt)
             paths["svg"] = FIGURE_SVG.format(**fmt)
+            paths["pdf"] = FIGURE_PDF.format(**fmt)
         return paths
 
 
