@@ -17,8 +17,8 @@ What is drawn is tagged with matplotlib group ids, which tests read from the fig
 ``<n>`` counts the simulated series of one figure, so the ids are the same run after run.
 
 On a log axis an interval whose lower end is not positive (u₄₀ = 0.0061 ± 0.008) is drawn down
-to ``floor`` (by default a tenth of its point) and ends in a downward caret there: it runs off
-the scale, it does not vanish.
+to the axis' clip (by default a tenth of its point) and ends in a downward caret there: it runs
+off the scale, it does not vanish. The same holds for ends beyond an explicit ``clip``.
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def simulated(
     ls: Any = "none",
     lw: float = 1.0,
     band: bool = False,
-    floor: float | None = None,
+    clip: tuple[float, float] | None = None,
     zorder: float = 3.0,
 ) -> SimSeries:
     """Draw a simulated series ``y`` against ``x`` with its interval [``low``, ``high``].
@@ -88,8 +88,9 @@ def simulated(
     resolved points of a band still get bars. ``ls`` joins the points (default: none). Points
     with a non-finite ``x`` or ``y`` are not drawn (nor, on a log axis, a ``y`` ≤ 0: the caller
     says elsewhere what it left out). Points whose interval is not finite are drawn as open
-    markers without a bar. On a log y axis (set the scale first), lower ends ≤ 0 (or below
-    ``floor``) are drawn to ``floor``, default ``y / 10``, and marked by a caret.
+    markers without a bar. Ends beyond ``clip = (bottom, top)`` (infinite ones included) are
+    drawn to it and end in a caret, as are, on a log y axis (set the scale first), lower ends
+    ≤ 0: down to ``bottom``, or without ``clip`` to a tenth of the point.
     """
     x_ = _floats(x, len(x))
     y_ = _floats(y, len(x))
@@ -98,18 +99,24 @@ def simulated(
     log = ax.get_yscale() == "log"
     shown = np.isfinite(x_) & np.isfinite(y_) & ((y_ > 0) if log else True)
     x_, y_, lo, hi = x_[shown], y_[shown], lo[shown], hi[shown]
-    has = np.isfinite(lo) & np.isfinite(hi)
     index = _next_index(ax.figure)
     # An interval holds its point; a derived series whose rounding breaks that by a hair is
     # widened to it rather than drawn with a negative bar.
-    lo = np.where(has, np.minimum(lo, y_), np.nan)
-    hi = np.where(has, np.maximum(hi, y_), np.nan)
-    clipped = np.zeros(len(x_), dtype=bool)
-    if log:
-        bottom = np.minimum(y_ / 10 if floor is None else np.full(len(x_), floor), y_)
-        clipped = has & ((lo <= 0) | ((lo < bottom) if floor is not None else False))
-        lo = np.where(clipped, bottom, lo)
-
+    lo, hi = np.minimum(lo, y_), np.maximum(hi, y_)  # NaN stays NaN
+    bottom, top = clip if clip is not None else (-np.inf, np.inf)
+    if log:  # lower ends at or below 0 run to the clip, else a decade below the point
+        floor = np.minimum(y_ / 10 if clip is None else np.full(len(x_), bottom), y_)
+        low_out = lo <= 0
+    else:
+        floor = np.full(len(x_), bottom)
+        low_out = np.zeros(len(x_), dtype=bool)
+    low_out |= lo < bottom
+    high_out = hi > top
+    lo = np.where(low_out, floor, lo)
+    hi = np.where(high_out, top, hi)
+    has = np.isfinite(lo) & np.isfinite(hi)  # an unbounded end with no clip: no interval
+    low_out &= has
+    high_out &= has
     interval: list[Any] = []
     style = {"color": color, "zorder": zorder}
     if band:
@@ -151,13 +158,13 @@ def simulated(
         for cap in caps:
             cap.set_gid(f"{CI_GID}-{index}-caps")
             interval.append(cap)
-    if clipped.any():
-        (caret,) = ax.plot(
-            x_[clipped], lo[clipped], ls="none", marker="v", ms=ms, mec=color, mfc=color, **style
-        )
-        caret.set_gid(f"{CI_GID}-{index}-offscale")
-        interval.append(caret)
-
+    for out, end, caret in ((low_out, lo, "v"), (high_out, hi, "^")):
+        if out.any():
+            (mark,) = ax.plot(
+                x_[out], end[out], ls="none", marker=caret, ms=ms, mec=color, mfc=color, **style
+            )
+            mark.set_gid(f"{CI_GID}-{index}-offscale")
+            interval.append(mark)
     if ls not in ("none", "", " ", None):  # a line through every point, under the markers
         (join,) = ax.plot(x_, y_, ls=ls, lw=lw, marker="", color=color, zorder=zorder - 1)
         join.set_gid(f"lbrepro-join-{index}")
@@ -206,6 +213,22 @@ def _runs(mask: np.ndarray) -> list[tuple[int, int]]:
     return runs
 
 
+def loglog_interval(u: Any, low: Any, high: Any) -> tuple[float, float, float]:
+    """log(−log u) and the image of [low, high] (decreasing map; ±inf where it leaves (0, 1))."""
+    u_, lo, hi = (np.nan if a is None else float(a) for a in (u, low, high))
+
+    def g(v: float) -> float:
+        if np.isnan(v):
+            return np.nan
+        if v <= 0:
+            return np.inf
+        if v >= 1:
+            return -np.inf
+        return float(np.log(-np.log(v)))
+
+    return g(u_), g(hi), g(lo)
+
+
 def abs_interval(value: Any, low: Any, high: Any) -> tuple[float, float, float]:
     """|value| and the interval of |·| over [low, high] (0 below when it holds 0)."""
     v, lo, hi = (np.nan if a is None else float(a) for a in (value, low, high))
@@ -223,6 +246,14 @@ def _has_bare(fig: Any) -> bool:
         for ax in fig.axes
         for line in ax.get_lines()
     )
+
+
+def sim_handle(label: str = "simulation (95% CI)", color: Any = "k") -> Any:
+    """A legend handle for simulated points (hollow marker, as :func:`simulated` draws)."""
+    from matplotlib.lines import Line2D
+
+    return Line2D([], [], ls="none", marker="o", ms=MARKER_SIZE, mfc="none", mec=color,
+                  label=label)  # fmt: skip
 
 
 def bare_handle() -> Any:
@@ -245,7 +276,8 @@ def legend(
     """A legend outside the data: right of an axes, or under (or right of) a figure's panels.
 
     ``target`` is an Axes (the legend goes right of it) or a Figure (``where="below"``: under
-    all panels, ``"right"``: right of them); constrained layout makes room. When
+    all panels, ``"right"``: right of them; in fewer than ``ncols`` columns when that is
+    what fits the figure's width); constrained layout makes room. When
     the figure has points without an interval, an entry explaining the open marker is added.
     """
     from matplotlib.figure import FigureBase
@@ -273,7 +305,15 @@ def legend(
         kw["fontsize"] = fontsize
     if is_fig:
         loc = "outside lower center" if where == "below" else "outside right upper"
-        return target.legend(handles, labels, loc=loc, **kw)
+        # Fewer columns until the legend fits the figure's width (it would be cut off); a
+        # margin, as constrained layout centres it under the panels, not the figure.
+        width = 0.92 * fig.get_window_extent().width
+        while True:
+            leg = target.legend(handles, labels, loc=loc, **kw)
+            if kw["ncols"] <= 1 or leg.get_window_extent().width <= width:
+                return leg
+            leg.remove()
+            kw["ncols"] -= 1
     return target.legend(
         handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0, **kw
     )

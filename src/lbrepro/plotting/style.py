@@ -39,8 +39,8 @@ RC: dict[str, Any] = {
 
 #: The widest a figure is shown in the report (CSS px): main's 78rem less its padding.
 REPORT_WIDTH_PX = 1100
-#: The smallest text height (px) a figure may show at the report's width.
-MIN_TEXT_PX = 9.0
+#: The smallest text height (px) a figure may show at the report's width (body text is 16).
+MIN_TEXT_PX = 10.0
 #: The widest figure (inches): 1500 px natural, shown at 1100 px, i.e. scaled by 0.73.
 MAX_WIDTH_IN = 10.0
 
