@@ -97,11 +97,12 @@ def figures(tables: dict[str, list[dict[str, Any]]], config: dict[str, Any]):
     import matplotlib.pyplot as plt
 
     out = {}
-    for aid in FIGURES:
-        fig = registry.get(aid).plot(tables[aid], artifact_config(config, aid))
-        fig.set_dpi(RC["savefig.dpi"])
-        fig.canvas.draw()
-        out[aid] = fig
+    with matplotlib.rc_context({"figure.max_open_warning": 0}):  # all kept open on purpose
+        for aid in FIGURES:
+            fig = registry.get(aid).plot(tables[aid], artifact_config(config, aid))
+            fig.set_dpi(RC["savefig.dpi"])
+            fig.canvas.draw()
+            out[aid] = fig
     yield out
     for fig in out.values():
         plt.close(fig)
