@@ -282,3 +282,18 @@ def test_saved_figures_are_the_same_bytes_every_time(tmp_path: Path) -> None:
         return [p.read_bytes() for p in paths]
 
     assert draw("a") == draw("b")
+
+
+def test_a_band_covers_its_points_and_an_isolated_point_keeps_its_bar() -> None:
+    from lbrepro.plotting.style import new_figure
+
+    _, axes = new_figure()
+    x = np.arange(10.0)
+    low = x - 0.5
+    low[[4, 6]] = np.nan  # point 5 is resolved but alone: a band cannot show it
+    s = intervals.simulated(axes[0][0], x, x, low, x + 0.5, band=True)
+    drawn = spans(list(s.interval))
+    for px in s.points.get_xdata():
+        assert any(sx == px and lo <= px <= hi for sx, lo, hi in drawn), px
+    assert list(s.bare.get_xdata()) == [4.0, 6.0]
+    assert any(a.get_gid().endswith("-bars") for a in s.interval)
