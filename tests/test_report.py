@@ -232,6 +232,7 @@ def make_fake_tree(root: Path) -> FakeTree:
     paths["png"].parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(paths["png"], dpi=60)
     fig.savefig(paths["svg"])
+    fig.savefig(paths["pdf"])
     plt.close(fig)
     write_checks(toy_claims(), paths["checks"])
     write_checks(ours_claims(), root / ours.paths()["checks"])
@@ -589,6 +590,7 @@ def test_relative_paths_resolve(tree: FakeTree) -> None:
     assert links.images == ["../figures/toy/toy-tail.png"]
     files = [h for h in links.hrefs if not h.startswith("#")]
     assert "../figures/toy/toy-tail.svg" in files
+    assert "../figures/toy/toy-tail.pdf" in files
     assert "../results/toy/toy-tail.csv" in files
     for href in links.images + files:
         assert not href.startswith(("/", "file:", "http")), href

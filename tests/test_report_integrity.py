@@ -142,7 +142,7 @@ def test_a_changed_figure_is_not_shown(tmp_path: Path) -> None:
     tree = _tree(tmp_path, _claims(1))
     art = fake_artifact("toy-x")
     tree.artifacts = [art]
-    for kind in ("png", "svg"):
+    for kind in ("png", "svg", "pdf"):
         path = tmp_path / art.paths()[kind]
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(b"drawn by the run")

@@ -351,16 +351,21 @@ def collect_table(
 
 
 def plot_artifact(
-    config: Mapping[str, Any], artifact_id: str, table: str | Path, png: str | Path, svg: str | Path
+    config: Mapping[str, Any],
+    artifact_id: str,
+    table: str | Path,
+    png: str | Path,
+    svg: str | Path,
+    pdf: str | Path,
 ) -> None:
-    """Draw the artifact's figure from its table and save it as PNG and SVG."""
+    """Draw the artifact's figure from its table and save it as PNG, SVG and PDF."""
     from lbrepro.plotting.style import save_figure
 
     artifact = registry.get(artifact_id)
     fig = artifact.plot(read_table(table), artifact_config(config, artifact_id))
-    save_figure(fig, png, svg)
-    write_digest(png)
-    write_digest(svg)
+    save_figure(fig, png, svg, pdf)
+    for path in (png, svg, pdf):
+        write_digest(path)
 
 
 def check_artifact(

@@ -37,6 +37,7 @@ rule plot_figure:
             labels=report_labels("figure"),
         ),
         svg=FIGURE_SVG,
+        pdf=FIGURE_PDF,
     log:
         "logs/{slug}/{artifact}/plot_figure.log",
     benchmark:

@@ -9,6 +9,7 @@ from lbrepro.artifacts.registry import (
     papers,
     FIGURE_PNG,
     FIGURE_SVG,
+    FIGURE_PDF,
     JOB,
     REPORT,
     REPORT_CONFIG,

@@ -9,4 +9,5 @@ with logging_to(snakemake.log[0]):
         snakemake.input.table,
         snakemake.output.png,
         snakemake.output.svg,
+        snakemake.output.pdf,
     )

@@ -34,6 +34,7 @@ CHECKS = "results/{slug}/{artifact}.checks.json"
 JOB = "results/{slug}/{artifact}/jobs/{job}.csv"
 FIGURE_PNG = "figures/{slug}/{artifact}.png"
 FIGURE_SVG = "figures/{slug}/{artifact}.svg"
+FIGURE_PDF = "figures/{slug}/{artifact}.pdf"
 REPORT = "report/index.html"
 #: The config of the run the report shows, written beside it (its regenerate commands use it).
 REPORT_CONFIG = "report/config.yaml"
@@ -96,6 +97,7 @@ class Artifact:
         if self.has_figure:
             paths["png"] = FIGURE_PNG.format(**fmt)
             paths["svg"] = FIGURE_SVG.format(**fmt)
+            paths["pdf"] = FIGURE_PDF.format(**fmt)
         return paths
 
 

@@ -1,1 +1,1 @@
-"""Shared matplotlib style and figure saving (PNG + SVG)."""
+"""Shared matplotlib style, simulated series with their intervals, figure saving (PNG, SVG, PDF)."""

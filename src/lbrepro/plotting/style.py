@@ -1,8 +1,14 @@
-"""One figure style for the whole project, and saving as PNG + SVG.
+"""One figure style for the whole project, and saving as PNG, SVG and PDF.
 
 Every artifact's plot function builds its figure with :func:`new_figure` and marks methods
 with :data:`METHOD_STYLE`, so that closed form, mean field, refined mean field and simulation
-look the same in every figure of the report.
+look the same in every figure of the report; simulated series and legends are drawn by
+:mod:`lbrepro.plotting.intervals`.
+
+The report shows a figure at most :data:`REPORT_WIDTH_PX` CSS pixels wide, scaled down from its
+natural ``width · savefig.dpi`` pixels: :func:`new_figure` caps the width at
+:data:`MAX_WIDTH_IN`, so that the smallest text (``legend.fontsize``) stays at least
+:data:`MIN_TEXT_PX` pixels high at that width (tests/test_figures.py checks every figure).
 """
 
 from __future__ import annotations
@@ -31,6 +37,20 @@ RC: dict[str, Any] = {
     "svg.hashsalt": "lbrepro",  # deterministic SVG ids: same data, same file
 }
 
+#: The widest a figure is shown in the report (CSS px): main's 78rem less its padding.
+REPORT_WIDTH_PX = 1100
+#: The smallest text height (px) a figure may show at the report's width (body text is 16).
+MIN_TEXT_PX = 10.0
+#: The widest figure (inches): 1500 px natural, shown at 1100 px, i.e. scaled by 0.73.
+MAX_WIDTH_IN = 10.0
+
+
+def text_px(size_pt: float, width_in: float) -> float:
+    """Height in CSS px of text of ``size_pt`` points in a figure ``width_in`` wide, as shown."""
+    natural = width_in * RC["savefig.dpi"]
+    return size_pt / 72 * RC["savefig.dpi"] * min(1.0, REPORT_WIDTH_PX / natural)
+
+
 # How each method tag (cf, mf, rmf, sim, published, mdp) is drawn.
 METHOD_STYLE: dict[str, dict[str, Any]] = {
     "cf": {"linestyle": "-", "marker": "", "label": "closed form"},
@@ -55,7 +75,8 @@ def _pyplot() -> Any:
 
 
 def new_figure(nrows: int = 1, ncols: int = 1, *, width: float = 7.0, height: float = 3.0):
-    """A figure and its axes array (always 2-D) in the project style."""
+    """A figure and its axes array (always 2-D) in the project style, at most MAX_WIDTH_IN wide."""
+    width = min(width, MAX_WIDTH_IN)
     plt = _pyplot()
     with plt.rc_context(RC):
         fig, axes = plt.subplots(
@@ -70,11 +91,19 @@ def color(i: int) -> str:
     return PALETTE[i % len(PALETTE)]
 
 
-def save_figure(fig: Figure, png: str | Path, svg: str | Path) -> None:
-    """Write ``fig`` as PNG and SVG (parents created) and close it."""
+def save_figure(
+    fig: Figure, png: str | Path, svg: str | Path, pdf: str | Path | None = None
+) -> None:
+    """Write ``fig`` as PNG, SVG and (when given) PDF, parents created, and close it.
+
+    SVG and PDF carry no date, so the same figure gives the same bytes run after run.
+    """
     plt = _pyplot()
+    metadata = {".svg": {"Date": None}, ".pdf": {"CreationDate": None, "ModDate": None}}
     with plt.rc_context(RC):
-        for path in (png, svg):
+        for path in (png, svg, pdf):
+            if path is None:
+                continue
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-            fig.savefig(path, metadata={"Date": None} if str(path).endswith(".svg") else None)
+            fig.savefig(path, metadata=metadata.get(Path(path).suffix))
     plt.close(fig)

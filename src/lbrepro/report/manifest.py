@@ -81,7 +81,7 @@ def verify_views(
                 view["status"] = missing
                 if recount is not None and "counts" in view:
                     view["counts"] = recount([])
-            if kind in ("png", "svg") and status == CHANGED and view is not None:
+            if kind in ("png", "svg", "pdf") and status == CHANGED and view is not None:
                 figure = view.get("figure") or {}
                 if kind in figure:
                     figure[kind]["href"] = None  # not shown: it is not what the run drew

@@ -519,9 +519,7 @@ def _artifact_view(
 
     figure = None
     if artifact.has_figure:
-        figure = {"png": link("png"), "svg": link("svg")}
-        pdf = paths["png"].with_suffix(".pdf")
-        figure["pdf"] = _href(pdf, out_dir) if pdf.is_file() else None
+        figure = {"png": link("png"), "svg": link("svg"), "pdf": link("pdf")}
     claims, checks_note = _claims(paths["checks"], rel_paths["checks"])
     summary, summary_note = _summary(artifact, paths["table"])
     status = _artifact_status(claims)

@@ -17,6 +17,7 @@ from lbrepro.core.claims import Claim, make_claim
 from lbrepro.core.io import select
 from lbrepro.core.verdicts import EmptyComparisonError, Verdict, exact
 from lbrepro.models import affinity as model
+from lbrepro.plotting.intervals import legend
 from lbrepro.plotting.style import color, new_figure
 
 if TYPE_CHECKING:
@@ -219,7 +220,7 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Figure:
         ylabel="initial fraction x01 (one type-II job)",
         title=f"Basins, λ = {cfg['lam']}, d1 = {cfg['d1']} (x10 = 1 − x00 − x01)",
     )
-    ax.legend(loc="upper right")
+    legend(ax)
     return fig
 
 

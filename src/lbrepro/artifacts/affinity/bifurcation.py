@@ -16,6 +16,7 @@ from lbrepro.core.claims import Claim, make_claim
 from lbrepro.core.io import select
 from lbrepro.core.verdicts import EmptyComparisonError, Verdict
 from lbrepro.models import affinity as model
+from lbrepro.plotting.intervals import legend
 from lbrepro.plotting.style import color, new_figure
 
 if TYPE_CHECKING:
@@ -191,7 +192,7 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Figure:
         ax.set(xlabel=xlabel, ylabel="idle fraction u at the fixed point")
     axes[0][0].set_title(f"Fixed points vs d1, λ = {cfg['lam']}")
     axes[0][1].set_title(f"Fixed points vs λ, d1 = {cfg['d1']}")
-    axes[0][0].legend(loc="upper left")
+    legend(axes[0][0])
     return fig
 
 

@@ -16,6 +16,7 @@ from lbrepro.core.claims import Claim, make_claim
 from lbrepro.core.io import select
 from lbrepro.core.verdicts import Component, EmptyComparisonError, Verdict, decide, exact
 from lbrepro.models import affinity as model
+from lbrepro.plotting.intervals import legend
 from lbrepro.plotting.style import color, new_figure
 
 if TYPE_CHECKING:
@@ -137,7 +138,7 @@ def plot_trajectories(rows: Rows, cfg: Mapping[str, Any], title: str) -> Figure:
             ylabel="fraction of servers",
             title=f"{title}: type-II count j = {j}",
         )
-        ax.legend(loc="upper right")
+        legend(ax)
     return fig
 
 

@@ -26,7 +26,8 @@ from lbrepro.core.stats import batch_means_ci
 from lbrepro.core.verdicts import EmptyComparisonError, agrees, estimate
 from lbrepro.models import affinity as model
 from lbrepro.models import supermarket
-from lbrepro.plotting.style import METHOD_STYLE, color, new_figure
+from lbrepro.plotting.intervals import legend, sim_handle, simulated
+from lbrepro.plotting.style import color, new_figure
 from lbrepro.sim.affinity import EVENTS_PER_SECOND, simulate_affinity
 
 PERF_KEYS = (
@@ -282,28 +283,25 @@ def plot_panels(rows: Rows, cfg: Mapping[str, Any], groups: tuple, ymax: float) 
             sim = [
                 r
                 for r in select(rows, method="sim", policy=policy, quantity=quantity)
-                if r.get("ci_low") is not None and r["N"] == cfg["N"]
+                if r["N"] == cfg["N"]
             ]
             if sim:
-                ax.errorbar(
+                simulated(
+                    ax,
                     [r["lam"] for r in sim],
                     [r["value"] for r in sim],
-                    yerr=[
-                        [r["value"] - r["ci_low"] for r in sim],
-                        [r["ci_high"] - r["value"] for r in sim],
-                    ],
+                    [r.get("ci_low") for r in sim],
+                    [r.get("ci_high") for r in sim],
                     color=color(c),
-                    capsize=2,
-                    **METHOD_STYLE["sim"] | {"label": None},
                 )
-        ax.plot([], [], color="k", **METHOD_STYLE["sim"] | {"label": f"simulation, N = {cfg['N']}"})
+        ax.add_line(sim_handle(f"simulation, N = {cfg['N']} (95% CI)"))
         ax.set(
             xlabel="arrival rate λ per server (μ1 = 1)",
             ylabel=ylabel,
             title=title,
             ylim=(0, ymax),
         )
-        ax.legend(loc="upper left")
+    legend(fig, where="below", ncols=3)
     return fig
 
 

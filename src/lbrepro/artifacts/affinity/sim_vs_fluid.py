@@ -36,6 +36,7 @@ from lbrepro.core.verdicts import (
     exact,
 )
 from lbrepro.models import affinity as model
+from lbrepro.plotting.intervals import legend, sim_handle, simulated
 from lbrepro.plotting.style import METHOD_STYLE, color, new_figure
 from lbrepro.sim.affinity import simulate_affinity
 
@@ -368,7 +369,8 @@ STAY = 0.15
 
 
 def plot(rows: Rows, cfg: Mapping[str, Any]) -> Figure:
-    """One panel per case: the simulated path (solid) against the fluid limit (dashed)."""
+    """One panel per case: the simulated path (solid) against the fluid limit (dashed), and at
+    the right edge the stationary estimates at the largest N with their 95% CIs."""
     cases = cfg["cases"]
     fig, axes = new_figure(1, len(cases), width=3.3 * len(cases), height=3.4)
     for a, (d1, start) in enumerate(cases):
@@ -386,13 +388,25 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Figure:
                 color=color(c),
                 **METHOD_STYLE["mf"] | {"label": f"x[{i},{j}]"},
             )
+            est = select(rows, method="sim", quantity="x_mean", d1=d1, start=start, i=i, j=j)
+            if est:
+                top = max(est, key=lambda r: r["N"])
+                edge = max((r["t"] for r in sim), default=0.0) * 1.05
+                simulated(ax, [edge], [top["value"]], [top.get("ci_low")],
+                          [top.get("ci_high")], color=color(c), marker="D")  # fmt: skip
         ax.set(
             xlabel="time (mean type-I service times)",
             ylabel="fraction of servers",
             title=f"d1 = {d1}, start: {start}",
         )
-        if a == 0:
-            ax.legend(loc="upper right", title="dashed: fluid, solid: sim")
+    big = max((r["N"] for r in select(rows, method="sim", quantity="x_mean")), default=None)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    if big is not None:
+        handles.append(sim_handle(f"stationary mean, N = {big} (95% CI)"))
+        handles[-1].set_marker("D")
+        labels.append(handles[-1].get_label())
+    legend(fig, handles, labels, where="below", ncols=6,
+           title="dashed: fluid, solid: simulated path")  # fmt: skip
     return fig
 
 

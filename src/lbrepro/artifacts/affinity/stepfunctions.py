@@ -16,6 +16,7 @@ from lbrepro.core.claims import Claim, make_claim
 from lbrepro.core.io import select
 from lbrepro.core.verdicts import Verdict
 from lbrepro.models import affinity as model
+from lbrepro.plotting.intervals import legend
 from lbrepro.plotting.style import color, new_figure
 
 if TYPE_CHECKING:
@@ -131,7 +132,7 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Figure:
         ylabel="fraction of selections",
         title=f"Coupling step functions, N = {cfg['N']}, k = {cfg['k']}",
     )
-    ax.legend(loc="lower right")
+    legend(ax)
     return fig
 
 

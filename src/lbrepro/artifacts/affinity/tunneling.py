@@ -20,6 +20,7 @@ from lbrepro.core.io import select
 from lbrepro.core.stats import t_quantile
 from lbrepro.core.verdicts import EmptyComparisonError, Verdict
 from lbrepro.models import affinity as model
+from lbrepro.plotting.intervals import legend, simulated
 from lbrepro.plotting.style import color, new_figure
 from lbrepro.sim.affinity import residence_times, simulate_affinity
 
@@ -299,34 +300,34 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Figure:
         ylabel="servers with a type-II job",
         title="Tunneling between the quasi-stable states",
     )
-    ax_tr.legend(loc="lower right")
+    ax_res.set(yscale="log", xscale="log")
     for c, state in enumerate(("queueing", "no-queueing")):
         res = sorted(
             (r for r in select(rows, quantity="residence", state=state) if r["count"] >= 2),
             key=lambda r: r["N"],
         )
-        ax_res.errorbar(
+        simulated(
+            ax_res,
             [r["N"] for r in res],
             [r["value"] for r in res],
-            yerr=[
-                [r["value"] - r["ci_low"] for r in res],
-                [r["ci_high"] - r["value"] for r in res],
-            ],
+            [r.get("ci_low") for r in res],
+            [r.get("ci_high") for r in res],
             color=color(c),
-            marker="o",
-            capsize=2,
-            label=state,
+            ls="-",
+            label=f"{state} (95% CI)",
         )
     ex = sorted(select(rows, quantity="exit_time"), key=lambda r: r["N"])
     if ex:
-        ax_res.errorbar(
+        simulated(
+            ax_res,
             [r["N"] for r in ex],
             [r["value"] for r in ex],
-            yerr=[[r["value"] - r["ci_low"] for r in ex], [r["ci_high"] - r["value"] for r in ex]],
+            [r.get("ci_low") for r in ex],
+            [r.get("ci_high") for r in ex],
             color=color(2),
             marker="s",
-            capsize=2,
-            label="no-queueing: first exit from empty",
+            ls="-",
+            label="no-queueing: first exit from empty (95% CI)",
         )
     ax_res.set(
         xlabel="N (servers)",
@@ -335,7 +336,7 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Figure:
         xscale="log",
         title=f"Residence times, λ = {cfg['lam']}, d1 = {cfg['d1']}",
     )
-    ax_res.legend(loc="upper left")
+    legend(fig, where="below", ncols=3)
     return fig
 
 

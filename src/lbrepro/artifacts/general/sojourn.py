@@ -3,6 +3,7 @@ simulation; exponential for reference."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -29,6 +30,7 @@ from lbrepro.core.tail_verdicts import neighbour_load
 from lbrepro.core.verdicts import AGREEMENT
 from lbrepro.models import general as model
 from lbrepro.models import service
+from lbrepro.plotting.intervals import legend, simulated
 from lbrepro.plotting.style import METHOD_STYLE, color, new_figure
 
 ITEMS: list[Item] = [("mean_sojourn", None)]
@@ -137,22 +139,24 @@ def plot(rows: Rows, cfg: Mapping[str, Any]):
                 color=c,
                 **METHOD_STYLE["mf"] | {"label": f"{label}: exact mean field"},
             )
-        ax.errorbar(
+        simulated(
+            ax,
             rhos,
             [s["value"] for s in sim],
-            yerr=[
-                [s["value"] - s["ci_low"] for s in sim],
-                [s["ci_high"] - s["value"] for s in sim],
-            ],
+            [s.get("ci_low") for s in sim],
+            [s.get("ci_high") for s in sim],
             color=c,
-            capsize=2,
-            **METHOD_STYLE["sim"] | {"label": f"{label}: simulation"},
+            label=f"{label}: simulation",
         )
-        ax_err.plot(
+        # (published − sim)/sim falls as sim grows: its interval comes from the CI's ends.
+        simulated(
+            ax_err,
             rhos,
-            [100 * (a - s["value"]) / s["value"] for a, s in zip(cf, sim, strict=True)],
+            [_pct(a, s["value"]) for a, s in zip(cf, sim, strict=True)],
+            [_pct(a, s.get("ci_high")) for a, s in zip(cf, sim, strict=True)],
+            [_pct(a, s.get("ci_low")) for a, s in zip(cf, sim, strict=True)],
             color=c,
-            marker="o",
+            ls="-",
             label=f"{label}: published − sim",
         )
     ax.set(
@@ -164,9 +168,15 @@ def plot(rows: Rows, cfg: Mapping[str, Any]):
         ylabel="relative error of T_d (%)",
         title="Published formula vs simulation",
     )
-    ax.legend(fontsize=7)
-    ax_err.legend(fontsize=7)
+    legend(fig, where="below", ncols=3)
     return fig
+
+
+def _pct(published: float, sim: float | None) -> float:
+    """The published value's error relative to a simulated one, in % (NaN without one)."""
+    if sim is None or not math.isfinite(sim) or sim <= 0:
+        return math.nan
+    return 100 * (published - sim) / sim
 
 
 def summary(rows: Rows) -> Rows:

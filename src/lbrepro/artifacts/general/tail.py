@@ -48,6 +48,7 @@ from lbrepro.core.verdicts import EmptyComparisonError, agrees, estimate, fit_sl
 from lbrepro.meanfield.closed_forms import doubly_exponential_exponent
 from lbrepro.models import general as model
 from lbrepro.models import service
+from lbrepro.plotting.intervals import legend, loglog_interval, sim_handle, simulated
 from lbrepro.plotting.style import METHOD_STYLE, color, new_figure
 from lbrepro.sim.runlength import event_budget
 
@@ -233,13 +234,23 @@ def measured_time(rows: Rows, spec: str) -> float:
     return float(sel[0]["measured_time"])
 
 
+#: The lowest tail fraction shown (log axis): lower CI ends below it run off to a caret.
+TAIL_FLOOR = 1e-7
+
+
 def plot(rows: Rows, cfg: Mapping[str, Any]):
-    """log10 u_k against k (left) and log(−log u_k) with the slope-log-d guide (right)."""
+    """u_k against k on a log axis (left) and log(−log u_k) with the slope-log-d guide (right).
+
+    Simulated tails carry their 95% CIs in both panels (mapped through log(−log ·) on the
+    right); a lower end at or below 0 runs off the log axis to a caret, it does not vanish.
+    """
     rows = main_rows(rows)
     rho, d = cfg["rho"], cfg["d"]
-    fig, axes = new_figure(1, 2, width=9.0, height=3.8)
+    fig, axes = new_figure(1, 2, width=9.0, height=3.6)
     ax, ax_ll = axes[0]
+    ax.set_yscale("log")
     beta_star = d / (d - 1) if d > 1 else math.inf
+    lls = []
     for i, spec in enumerate(cfg["dists"]):
         c = color(i)
         dist = service.parse(spec)
@@ -250,36 +261,40 @@ def plot(rows: Rows, cfg: Mapping[str, Any]):
         if dist.family == "lomax":
             tag += " (β > d/(d−1))" if power_tail_index(dist) > beta_star else " (β < d/(d−1))"
         pos = [r for r in sim if r["value"] > 0 and r["k"] >= 1]
-        ax.errorbar(
+        simulated(
+            ax,
             [r["k"] for r in pos],
-            [math.log10(r["value"]) for r in pos],
+            [r["value"] for r in pos],
+            [r.get("ci_low") for r in pos],
+            [r.get("ci_high") for r in pos],
             color=c,
-            **METHOD_STYLE["sim"] | {"label": tag},
-            ms=3,
+            label=tag,
+            clip=(TAIL_FLOOR, 1.5),
         )
         cfp = [r for r in cf if r["value"] > 1e-12 and r["k"] >= 1]
-        ax.plot(
-            [r["k"] for r in cfp],
-            [math.log10(r["value"]) for r in cfp],
-            color=c,
-            **METHOD_STYLE["cf"] | {"label": None},
-            lw=0.9,
-        )
+        ax.plot([r["k"] for r in cfp], [r["value"] for r in cfp], color=c, lw=0.9,
+                **METHOD_STYLE["cf"] | {"label": None})  # fmt: skip
         mf = [r for r in select(rows, method="mf", quantity="u", **key) if r["value"] > 1e-12]
         if mf:
-            mf = sorted(mf, key=lambda r: r["k"])
-            ax.plot(
-                [r["k"] for r in mf if r["k"] >= 1],
-                [math.log10(r["value"]) for r in mf if r["k"] >= 1],
-                color=c,
-                **METHOD_STYLE["mf"] | {"label": None},
-                lw=0.9,
-            )
-        ll = [(r["k"], math.log(-math.log(r["value"]))) for r in pos if r["value"] < 1]
+            mf = sorted((r for r in mf if r["k"] >= 1), key=lambda r: r["k"])
+            ax.plot([r["k"] for r in mf], [r["value"] for r in mf], color=c, lw=0.9,
+                    **METHOD_STYLE["mf"] | {"label": None})  # fmt: skip
+        ll = [
+            (r["k"], *loglog_interval(r["value"], r.get("ci_low"), r.get("ci_high")))
+            for r in pos
+            if r["value"] < 1
+        ]
         if ll:
-            ax_ll.plot(*zip(*ll, strict=True), color=c, marker="o", ms=3, lw=0.8, label=tag)
-    # The guide stops a little above the highest plotted point so it does not squash the data.
-    top = max((y for line in ax_ll.get_lines() for y in line.get_ydata()), default=3.0) + 1.0
+            lls.append((c, tag, ll))
+    # log(−log u) is unbounded where an interval leaves (0, 1): those ends run to the panel's
+    # edge, a little beyond the points (the guide stops there too, not to squash the data).
+    values = [g for _, _, ll in lls for _, g, _, _ in ll]
+    bottom = min(values, default=-2.0) - 1.0
+    top = max(values, default=3.0) + 1.0
+    for c, tag, ll in lls:
+        ks, g, g_lo, g_hi = zip(*ll, strict=True)
+        simulated(ax_ll, ks, g, g_lo, g_hi, color=c, label=tag, ls="-", lw=0.8,
+                  clip=(bottom, top))  # fmt: skip
     ks = np.arange(1, cfg["kmax"] + 1)
     guide = math.log(-math.log(rho)) + (ks - 1) * math.log(d)
     ax_ll.plot(
@@ -292,19 +307,20 @@ def plot(rows: Rows, cfg: Mapping[str, Any]):
     )
     ax.set(
         xlabel="k (jobs)",
-        ylabel="log10 u_k",
-        ylim=(-7, 0.2),
+        ylabel="u_k (log scale)",
+        ylim=(TAIL_FLOOR, 1.5),
         title=f"Tail fractions, d = {d}, ρ = {rho:g}, N = {cfg['N']}",
     )
     ax_ll.set(
         xlabel="k (jobs)",
         ylabel="log(−log u_k)",
+        ylim=(bottom, top),
         title=f"log(−log u_k); BLP threshold β* = d/(d−1) = {beta_star:g}",
     )
     ax.plot([], [], color="k", **METHOD_STYLE["cf"] | {"label": "published Π_k"})
     ax.plot([], [], color="k", **METHOD_STYLE["mf"] | {"label": "exact mean field (PH)"})
-    ax.legend(fontsize=7, loc="upper right")
-    ax_ll.legend(fontsize=7, loc="upper left")
+    ax.add_line(sim_handle())
+    legend(fig, where="below", ncols=3)
     return fig
 
 
@@ -340,7 +356,8 @@ ARTIFACT = Artifact(
     kind="figure",
     title="Queue-length tails for light and heavy service tails",
     caption=(
-        "log10 u_k against k with d = 2 at ρ = 0.7: simulation of N FCFS servers (markers) "
+        "u_k against k (log scale) with d = 2 at ρ = 0.7: simulation of N FCFS servers "
+        "(markers, 95% CI; a caret: the interval reaches 0, below the axis) "
         "against the published Π_k (solid) and, for phase-type service, the exact mean "
         "field (dashed). Right: log(−log u_k), which grows with slope log d when the decay is "
         "doubly exponential and flattens for a power law. Bramson, Lu & Prabhakar (2013): "

@@ -14,6 +14,7 @@ from lbrepro.core.io import select
 from lbrepro.core.verdicts import EmptyComparisonError
 from lbrepro.models import general as model
 from lbrepro.models import service
+from lbrepro.plotting.intervals import legend
 from lbrepro.plotting.style import METHOD_STYLE, color, new_figure
 
 
@@ -81,7 +82,7 @@ def plot(rows: Rows, cfg: Mapping[str, Any]):
         ylabel="θ (rate^(d−1))",
         title="θ for exponential service",
     )
-    ax.legend()
+    legend(ax)
     return fig
 
 

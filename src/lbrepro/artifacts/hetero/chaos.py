@@ -35,6 +35,7 @@ from lbrepro.core.verdicts import (
     slope_in,
 )
 from lbrepro.models import hetero as model
+from lbrepro.plotting.intervals import abs_interval, legend, simulated
 from lbrepro.plotting.style import color, new_figure
 
 
@@ -228,19 +229,20 @@ def plot(rows: Rows, cfg: Mapping[str, Any]):
     """|Cov| of two tagged servers against N per system, with a 1/N guide."""
     names = list(named_systems(cfg))
     fig, axes = new_figure(1, len(names), width=4.0 * len(names), height=3.3)
+    covs = [r for r in rows if r["quantity"] in ("cov_same", "cov_cross")]
+    pairs = sorted({(r["type_a"], r["type_b"]) for r in covs})  # one colour per pair throughout
     for ax, name in zip(axes[0], names, strict=True):
-        series = [
-            r for r in select(rows, system=name) if r["quantity"] in ("cov_same", "cov_cross")
-        ]
-        for i, (a, b) in enumerate(sorted({(r["type_a"], r["type_b"]) for r in series})):
+        ax.set(xscale="log", yscale="log")
+        series = select(covs, system=name)
+        for a, b in sorted({(r["type_a"], r["type_b"]) for r in series}):
             pts = sorted(select(series, type_a=a, type_b=b), key=lambda r: r["N"])
-            ax.errorbar(
+            # |Cov| and the image of its CI under |·| (down to 0 when the CI holds 0).
+            absolute = [abs_interval(r["value"], r.get("ci_low"), r.get("ci_high")) for r in pts]
+            simulated(
+                ax,
                 [r["N"] for r in pts],
-                [abs(r["value"]) for r in pts],
-                yerr=[(r["ci_high"] - r["ci_low"]) / 2 for r in pts],
-                color=color(i),
-                marker="o",
-                capsize=2,
+                *zip(*absolute, strict=True),
+                color=color(pairs.index((a, b))),
                 ls="-",
                 lw=0.8,
                 label=f"types {a + 1}–{b + 1}" + (" (same)" if a == b else ""),
@@ -254,7 +256,7 @@ def plot(rows: Rows, cfg: Mapping[str, Any]):
             ylabel="|Cov(x_a, x_b)| of two tagged servers",
             title=f"{name}, {POLICY_LABELS[cfg['policy']]}",
         )
-        ax.legend(fontsize=7)
+    legend(fig, where="below", ncols=4)
     return fig
 
 

@@ -35,7 +35,8 @@ from lbrepro.core.verdicts import (
     estimate,
 )
 from lbrepro.models import hetero as model
-from lbrepro.plotting.style import METHOD_STYLE, new_figure
+from lbrepro.plotting.intervals import legend, sim_handle, simulated
+from lbrepro.plotting.style import new_figure
 
 
 def validate(cfg: Mapping[str, Any]) -> None:
@@ -400,9 +401,15 @@ def _check_offsets(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
 def plot(rows: Rows, cfg: Mapping[str, Any]):
     """E[T] against load per system: mean-field lines per policy, simulated markers."""
     names = list(named_systems(cfg))
-    fig, axes = new_figure(1, len(names), width=3.6 * len(names), height=3.4)
-    for ax, name in zip(axes[0], names, strict=True):
-        for i, policy in enumerate(cfg["policies"]):
+    # Two panels a row at most: at the report's width each stays wide enough to read.
+    ncols = min(2, len(names))
+    nrows = -(-len(names) // ncols)
+    fig, axes = new_figure(nrows, ncols, width=4.6 * ncols, height=3.2 * nrows + 0.8)
+    flat = [ax for row in axes for ax in row]
+    for ax in flat[len(names) :]:
+        ax.set_axis_off()
+    for ax, name in zip(flat, names, strict=False):
+        for policy in cfg["policies"]:
             mf = sorted(
                 (
                     r
@@ -426,22 +433,20 @@ def plot(rows: Rows, cfg: Mapping[str, Any]):
                 ),
                 key=lambda r: r["rho"],
             )
-            ax.errorbar(
+            ax.set_yscale("log")
+            simulated(
+                ax,
                 [r["rho"] for r in sim],
                 [r["value"] for r in sim],
-                yerr=[
-                    [r["value"] - r["ci_low"] for r in sim],
-                    [r["ci_high"] - r["value"] for r in sim],
-                ],
+                [r.get("ci_low") for r in sim],
+                [r.get("ci_high") for r in sim],
                 color=POLICY_STYLE[policy]["color"],
-                capsize=2,
-                **METHOD_STYLE["sim"] | {"label": f"simulation, N = {cfg['N']}" if not i else None},
             )
-        ax.set(
-            yscale="log", xlabel="load ρ = λ/(μΣγC)", ylabel="E[T] (mean service times)", title=name
-        )
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncols=3)
+        ax.set(xlabel="load ρ = λ/(μΣγC)", ylabel="E[T] (mean service times)", title=name)
+    handles, labels = flat[0].get_legend_handles_labels()
+    handles.append(sim_handle(f"simulation, N = {cfg['N']} (95% CI)"))
+    labels.append(handles[-1].get_label())
+    legend(fig, handles, labels, where="below", ncols=3)
     return fig
 
 

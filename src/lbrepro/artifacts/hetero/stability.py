@@ -31,6 +31,7 @@ from lbrepro.core.verdicts import (
     slope_in,
 )
 from lbrepro.models import hetero as model
+from lbrepro.plotting.intervals import legend, simulated
 from lbrepro.plotting.style import METHOD_STYLE, color, new_figure
 
 
@@ -396,13 +397,13 @@ def plot(rows: Rows, cfg: Mapping[str, Any]):
             ylabel="largest stable load / (μΣγC)",
             title=f"two types, γ_slow = {g:g}",
         )
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncols=4, fontsize=7)
+    legend(fig, where="below", ncols=3)
     return fig
 
 
 def _plot_stability_sim(ax: Any, rows: Rows, cfg: Mapping[str, Any]) -> None:
     """Mean jobs per server over [warmup, H] against H, below (95% CI) and above λ* (path)."""
+    ax.set_yscale("log")
     for name in named_systems(cfg):
         for i, side in enumerate(sorted(cfg["sim_sides"])):
             runs = sorted(
@@ -417,16 +418,14 @@ def _plot_stability_sim(ax: Any, rows: Rows, cfg: Mapping[str, Any]) -> None:
                 continue
             x, y = [r["horizon"] for r in runs], [r["value"] for r in runs]
             if runs[0]["method"] == "sim":
-                ax.errorbar(
+                simulated(
+                    ax,
                     x,
                     y,
-                    yerr=[
-                        [r["value"] - r["ci_low"] for r in runs],
-                        [r["ci_high"] - r["value"] for r in runs],
-                    ],
+                    [r.get("ci_low") for r in runs],
+                    [r.get("ci_high") for r in runs],
                     color=color(4 + i),
-                    marker="o",
-                    capsize=2,
+                    ls="-",
                     label=f"{name}, λ = {side:g}·λ* (95% CI)",
                 )
             else:
@@ -439,7 +438,6 @@ def _plot_stability_sim(ax: Any, rows: Rows, cfg: Mapping[str, Any]) -> None:
         ylabel="mean jobs per server over [warmup, H]",
         title=f"SQ(d) on the whole system, N = {cfg['N']}",
     )
-    ax.legend(fontsize=7)
 
 
 ARTIFACT = Artifact(

@@ -35,6 +35,7 @@ from lbrepro.artifacts.registry import Artifact, Rows
 from lbrepro.core.claims import Claim, make_claim
 from lbrepro.core.io import select
 from lbrepro.models import hetero as model
+from lbrepro.plotting.intervals import legend, simulated
 from lbrepro.plotting.style import METHOD_STYLE, color, new_figure
 
 
@@ -239,14 +240,23 @@ def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
 
 
 def plot(rows: Rows, cfg: Mapping[str, Any]):
-    """Per system: the log tails of each scheme (MF, simulation) and the deep log-space tail."""
+    """Per system: the tails of each scheme (MF, simulation with CIs) and the deep log tail.
+
+    One row of three panels per system, the capacities in the titles, one legend under all.
+    """
     names = list(named_systems(cfg))
-    fig, axes = new_figure(len(names), 3, width=10.5, height=2.9 * len(names))
+    fig, axes = new_figure(len(names), 3, width=10.0, height=3.0 * len(names) + 0.9)
+    types = 0
     for row, name in zip(np.atleast_2d(axes), names, strict=True):
+        caps = ""
         for ax, policy in zip(row[:2], ("scheme1", "scheme2"), strict=True):
-            for j in sorted(
+            ax.set_yscale("log")
+            found = sorted(
                 {r["type"] for r in select(rows, quantity="u", system=name, policy=policy)}
-            ):
+            )
+            types = max(types, len(found))
+            capacity = []
+            for j in found:
                 mf = [
                     r
                     for r in select(
@@ -254,43 +264,40 @@ def plot(rows: Rows, cfg: Mapping[str, Any]):
                     )
                     if r["value"] > 1e-12
                 ]
-                cap = mf[0]["capacity"]
+                capacity.append(f"{mf[0]['capacity']:g}")
                 ax.plot(
                     [r["k"] for r in mf],
-                    [math.log10(r["value"]) for r in mf],
+                    [r["value"] for r in mf],
                     color=color(j),
-                    **METHOD_STYLE["mf"] | {"label": f"type {j + 1} (C = {cap:g}), MF"},
+                    **METHOD_STYLE["mf"] | {"label": None},
                 )
                 sim = [
                     r
                     for r in select(rows, method="sim", system=name, policy=policy, type=j)
                     if r["value"] > 0
                 ]
-                ax.plot(
+                simulated(
+                    ax,
                     [r["k"] for r in sim],
-                    [math.log10(r["value"]) for r in sim],
+                    [r["value"] for r in sim],
+                    [r.get("ci_low") for r in sim],
+                    [r.get("ci_high") for r in sim],
                     color=color(j),
-                    **METHOD_STYLE["sim"] | {"label": f"type {j + 1}, sim (N = {cfg['N']})"},
+                    clip=(TAIL_FLOOR, 3.0),
                 )
+            caps = ", ".join(capacity)
             # For comparison, the geometric tail ρ^n of random routing ∝ capacity (exact: every
             # server is an M/M/1 queue at load ρ).
             ns = np.arange(cfg["kmax"] + 1)
-            ax.plot(
-                ns,
-                ns * math.log10(cfg["rho"]),
-                color="0.55",
-                ls=":",
-                label="random ∝ capacity (geometric ρⁿ)",
-            )
+            ax.plot(ns, cfg["rho"] ** ns, color="0.55", ls=":")
             ax.set(
                 xlabel="n (jobs)",
-                ylabel="log₁₀ u⁽ʲ⁾ₙ",
-                ylim=(-12, 0.5),
-                title=f"{name}, {POLICY_LABELS[policy]}, ρ = {cfg['rho']:g}",
+                ylabel="u⁽ʲ⁾ₙ (log scale)",
+                ylim=(TAIL_FLOOR, 3.0),
+                title=f"{name} (C = {caps}): {POLICY_LABELS[policy]}",
             )
-            ax.legend(loc="lower left", fontsize=6)
         ax = row[2]
-        for policy, ls in (("scheme1", "-"), ("scheme2", "--")):
+        for policy, ls in DEEP_STYLE.items():
             for j in sorted(
                 {r["type"] for r in select(rows, quantity="u", system=name, policy=policy)}
             ):
@@ -298,22 +305,39 @@ def plot(rows: Rows, cfg: Mapping[str, Any]):
                     select(rows, method="mf", quantity="log_u", system=name, policy=policy, type=j),
                     key=lambda r: r["k"],
                 )[1:]
-                cap = deep[0]["capacity"]
                 ax.plot(
                     [r["k"] for r in deep],
                     [math.log10(-r["value"]) for r in deep],
                     color=color(j),
                     ls=ls,
                     lw=1.2,
-                    label=f"type {j + 1} (C = {cap:g}), {POLICY_LABELS[policy]}",
                 )
         ax.set(
             xlabel="n (jobs)",
             ylabel="log₁₀(−ln u⁽ʲ⁾ₙ)",
             title=f"{name}: deep tail (log-space MF)",
         )
-        ax.legend(loc="upper left", fontsize=6)
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], color=color(j), lw=3, label=f"type {j + 1}") for j in range(types)]
+    handles += [
+        Line2D([], [], color="k", **METHOD_STYLE["mf"]),
+        Line2D([], [], color="k", **METHOD_STYLE["sim"] | {"mfc": "none"}),
+        Line2D([], [], color="0.55", ls=":", label="random ∝ capacity (geometric ρⁿ)"),
+    ]
+    handles[types + 1].set_label(f"simulation, N = {cfg['N']} (95% CI)")
+    handles += [
+        Line2D([], [], color="k", ls=ls, label=f"deep tail: {POLICY_LABELS[policy]}")
+        for policy, ls in DEEP_STYLE.items()
+    ]
+    legend(fig, handles, where="below", ncols=4)
     return fig
+
+
+#: The smallest u shown (log axis): lower CI ends below it run off to a caret.
+TAIL_FLOOR = 1e-12
+#: Line styles of the deep-tail panel (dashed is the mean field elsewhere).
+DEEP_STYLE = {"scheme1": "-", "scheme2": "-."}
 
 
 ARTIFACT = Artifact(
@@ -322,8 +346,9 @@ ARTIFACT = Artifact(
     kind="figure",
     title="Per-type tails: Scheme 1 against Scheme 2",
     caption=(
-        "log₁₀ of the fraction u⁽ʲ⁾ₙ of type-j servers with at least n jobs at ρ = 0.9: "
-        "mean field (dashed) and simulation with N servers (markers), with the geometric tail "
+        "The fraction u⁽ʲ⁾ₙ of type-j servers with at least n jobs at ρ = 0.9 (log scale): "
+        "mean field (dashed) and simulation with N servers (markers, 95% CI; a caret: the "
+        "interval reaches 0), with the geometric tail "
         "ρⁿ of random routing ∝ capacity (grey); right: the deep tail of the "
         "log-space mean field. The claim checks judge the decay on the simulation at the "
         "levels it resolves, against a Gaussian tail exp(−an²) as the near miss."

@@ -36,6 +36,7 @@ from lbrepro.core.verdicts import (
     estimate,
 )
 from lbrepro.models import supermarket as model
+from lbrepro.plotting.intervals import legend, simulated
 from lbrepro.plotting.style import METHOD_STYLE, color, new_figure
 
 
@@ -297,6 +298,7 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Any:
     """E[jobs/server] against N per case, and |error| of MF and RMF against N on log–log axes."""
     fig, axes = new_figure(1, 2, width=8.0, height=3.8)
     ax_val, ax_err = axes[0]
+    ax_err.set_yscale("log")
     Ngrid = np.geomspace(min(cfg["N"]), max(cfg["N"]), 100)
     for i, (rho, d) in enumerate(cfg["cases"]):
         c = color(i)
@@ -305,22 +307,20 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Any:
         )
         mf = select(rows, method="mf", quantity="mean_jobs", rho=rho, d=d)[0]["value"]
         coef = select(rows, method="rmf", quantity="mean_jobs", rho=rho, d=d)[0]["rmf_coefficient"]
-        ax_val.errorbar(
+        simulated(
+            ax_val,
             [r["N"] for r in sim],
             [r["value"] for r in sim],
-            yerr=[
-                [r["value"] - r["ci_low"] for r in sim],
-                [r["ci_high"] - r["value"] for r in sim],
-            ],
+            [r.get("ci_low") for r in sim],
+            [r.get("ci_high") for r in sim],
             color=c,
-            capsize=2,
-            **METHOD_STYLE["sim"] | {"label": f"ρ={rho:g}, d={d}"},
+            label=f"ρ={rho:g}, d={d}: simulation",
         )
         ax_val.axhline(mf, color=c, **METHOD_STYLE["mf"] | {"label": None})
         ax_val.plot(Ngrid, mf + coef / Ngrid, color=c, **METHOD_STYLE["rmf"] | {"label": None})
         for method, marker in (("mf", "o"), ("rmf", "s")):
             errs = _errors_along_n(rows, rho, d, method)
-            ls, mfc = ("--", c) if method == "mf" else (":", "white")
+            ls = "--" if method == "mf" else ":"
             ax_err.plot(
                 [N for N, _, _ in errs],
                 [max(abs(e), h) for _, e, h in errs],
@@ -328,33 +328,23 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Any:
                 ls=ls,
                 lw=0.8,
             )
-            # Resolved errors with their CI; unresolved ones (|error| ≤ half-width) as upper
-            # bounds at |error| + half-width, so no error bar runs off a log axis.
-            ok = [(N, abs(e), h) for N, e, h in errs if abs(e) > h]
-            if ok:
-                ax_err.errorbar(
-                    [N for N, _, _ in ok],
-                    [e for _, e, _ in ok],
-                    yerr=[h for _, _, h in ok],
-                    color=c,
-                    marker=marker,
-                    mfc=mfc,
-                    ls="none",
-                    capsize=2,
-                )
-            bound = [(N, abs(e) + h) for N, e, h in errs if abs(e) <= h]
-            if bound:
-                ax_err.plot(
-                    *zip(*bound, strict=True), color=c, marker="v", ls="none", mfc=mfc, alpha=0.7
-                )
+            # |error| with the simulation's CI; where it holds 0 (unresolved) the bar runs off
+            # the log axis to a caret. The line joins max(|error|, half-width).
+            simulated(
+                ax_err,
+                [N for N, _, _ in errs],
+                [abs(e) for _, e, _ in errs],
+                [abs(e) - h for _, e, h in errs],
+                [abs(e) + h for _, e, h in errs],
+                color=c,
+                marker=marker,
+            )
     n0 = min(cfg["N"])
     ax_err.plot(Ngrid, 1.0 * n0 / Ngrid, color="0.5", lw=0.8, ls="-.", label="∝ 1/N")
     ax_err.plot(Ngrid, 0.1 * (n0 / Ngrid) ** 2, color="0.5", lw=0.8, ls=(0, (1, 3)), label="∝ 1/N²")
-    ax_err.plot([], [], color="k", marker="o", ls="--", label="|sim − mean field|")
-    ax_err.plot([], [], color="k", marker="s", mfc="white", ls=":", label="|sim − refined MF|")
-    ax_err.plot(
-        [], [], color="k", marker="v", ls="none", mfc="white", label="upper bound (unresolved)"
-    )
+    ax_err.plot([], [], color="k", marker="o", mfc="none", ls="--", label="|sim − mean field|")
+    ax_err.plot([], [], color="k", marker="s", mfc="none", ls=":", label="|sim − refined MF|")
+    ax_err.plot([], [], color="k", marker="v", ls="none", label="CI reaches 0 (unresolved)")
     ax_val.plot([], [], color="k", **METHOD_STYLE["mf"])
     ax_val.plot([], [], color="k", **METHOD_STYLE["rmf"])
     ax_val.set(
@@ -370,8 +360,7 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Any:
         ylabel="|error| in E[jobs per server]",
         title="Error of the approximations",
     )
-    ax_val.legend(loc="upper right")
-    fig.legend(*ax_err.get_legend_handles_labels(), loc="outside lower center", ncols=3)
+    legend(fig, where="below", ncols=3)
     return fig
 
 

@@ -40,6 +40,7 @@ from lbrepro.core.tail_verdicts import (
 )
 from lbrepro.core.verdicts import EmptyComparisonError, agrees, estimate
 from lbrepro.models import supermarket as model
+from lbrepro.plotting.intervals import legend, loglog_interval, simulated
 from lbrepro.plotting.style import METHOD_STYLE, color, new_figure
 
 #: Levels compared with a reference: u_1 .. u_KMAX.
@@ -262,6 +263,7 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Any:
     """Tail fractions u_k (log scale) and log(−log u_k) against k, one row of panels per ρ."""
     rhos, ds = cfg["rho"], cfg["d"]
     fig, axes = new_figure(len(rhos), 2, width=7.5, height=2.9 * len(rhos))
+    lls: list = []
     for i, rho in enumerate(rhos):
         ax_tail, ax_ll = axes[i]
         for j, d in enumerate(ds):
@@ -274,7 +276,7 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Any:
                 ks,
                 [r["value"] for r in cf if r["k"] in ks],
                 color=c,
-                **METHOD_STYLE["cf"] | {"label": f"d={d}"},
+                **METHOD_STYLE["cf"] | {"label": None},
             )
             ax_tail.semilogy(
                 [r["k"] for r in mf if r["k"] in ks],
@@ -284,16 +286,14 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Any:
                 **METHOD_STYLE["mf"] | {"label": None},
             )
             pos = [r for r in sim if r["value"] > 0]
-            ax_tail.errorbar(
+            simulated(
+                ax_tail,
                 [r["k"] for r in pos],
                 [r["value"] for r in pos],
-                yerr=[
-                    [r["value"] - r["ci_low"] for r in pos],
-                    [r["ci_high"] - r["value"] for r in pos],
-                ],
+                [r.get("ci_low") for r in pos],
+                [r.get("ci_high") for r in pos],
                 color=c,
-                capsize=2,
-                **METHOD_STYLE["sim"] | {"label": None},
+                clip=(1e-7, 1.5),
             )
             rmf = [
                 r for r in select(rows, method="rmf", quantity="u", rho=rho, d=d) if r["k"] in ks
@@ -305,19 +305,32 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Any:
                 **METHOD_STYLE["rmf"] | {"label": None},
             )
             if d >= 2:
-                for method_rows, method in ((cf, "cf"), (rmf, "rmf"), (pos, "sim")):
+                for method_rows, method in ((cf, "cf"), (rmf, "rmf")):
                     pts = [
                         (r["k"], math.log(-math.log(r["value"])))
                         for r in method_rows
                         if r["k"] >= 1 and 1e-300 < r["value"] < 1
                     ]
                     if pts:
-                        label = f"d={d}" if method == "cf" else None
                         ax_ll.plot(
                             *zip(*pts, strict=True),
                             color=c,
-                            **METHOD_STYLE[method] | {"label": label},
+                            **METHOD_STYLE[method] | {"label": None},
                         )
+                ll = [
+                    (r["k"], *loglog_interval(r["value"], r.get("ci_low"), r.get("ci_high")))
+                    for r in pos
+                    if r["k"] >= 1 and r["value"] < 1
+                ]
+                if ll:
+                    lls.append((c, ll))
+        # log(−log u) is unbounded where an interval leaves (0, 1): such ends run to the edge.
+        values = [g for line in ax_ll.get_lines() for g in line.get_ydata()]
+        values += [g for _, ll in lls for _, g, _, _ in ll]
+        bottom, top = min(values, default=-2.0) - 0.5, max(values, default=3.0) + 0.5
+        for c, ll in lls:
+            simulated(ax_ll, *zip(*ll, strict=True), color=c, clip=(bottom, top))
+        lls.clear()
         ax_tail.set(
             xlabel="k (jobs)",
             ylabel="u_k = fraction of servers with ≥ k jobs",
@@ -327,16 +340,17 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Any:
         ax_ll.set(
             xlabel="k (jobs)",
             ylabel="log(−log u_k)",
+            ylim=(bottom, top),
             title=f"ρ = {rho:g}: log(−log u_k), slope → log d",
         )
-        ax_tail.legend(loc="lower left", ncols=2)
-        ax_ll.legend(loc="upper left")
     handles = [
         axes[0][0].plot([], [], color="k", **METHOD_STYLE[m])[0] for m in ("cf", "mf", "rmf", "sim")
     ]
     handles[2].set_label(f"refined mean field, N = {cfg['N']}")
     handles[3].set_label(f"simulation, N = {cfg['N']} (95% CI)")
-    fig.legend(handles=handles, loc="outside lower center", ncols=2)
+    by_d = [axes[0][0].plot([], [], color=color(j), lw=3, label=f"d = {d}")[0]
+            for j, d in enumerate(ds)]  # fmt: skip
+    legend(fig, handles=by_d + handles, where="below", ncols=4)
     return fig
 
 

@@ -34,6 +34,7 @@ from lbrepro.core.io import select
 from lbrepro.core.stats import Estimate
 from lbrepro.core.verdicts import EmptyComparisonError, Verdict, agrees, estimate
 from lbrepro.models import universality as model
+from lbrepro.plotting.intervals import legend, simulated
 from lbrepro.plotting.style import color, new_figure
 from lbrepro.sim.runlength import event_budget, max_events
 
@@ -344,22 +345,20 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Any:
     rows = pool_replications(rows)
     fig, axes = new_figure(1, 3, width=10.5, height=3.4)
     ax_idle, ax_q2, ax_dt = axes[0]
+    ax_q2.set_yscale("log")  # d = ⌈√N⌉ grows like √N: a log axis keeps the rest readable
     for i, family in enumerate(map(str, cfg["d"])):
         c = color(i)
         for ax, q in ((ax_idle, "idle"), (ax_q2, "q2")):
             sim = series(rows, "sim", q, family)
-            ax.errorbar(
+            simulated(
+                ax,
                 [r["N"] for r in sim],
                 [r["value"] for r in sim],
-                yerr=[
-                    [r["value"] - r["ci_low"] for r in sim],
-                    [r["ci_high"] - r["value"] for r in sim],
-                ],
+                [r.get("ci_low") for r in sim],
+                [r.get("ci_high") for r in sim],
                 color=c,
-                capsize=2,
                 ls="-",
                 lw=0.8,
-                marker="o",
                 label=model.family_label(family),
             )
     for ax, q, name in ((ax_idle, "idle", "E[(N − Q₁)/√N]"), (ax_q2, "q2", "E[Q₂/√N]")):
@@ -369,17 +368,16 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Any:
         ax.set(
             xscale="log", xlabel="N (servers)", ylabel=name, title=f"{name}, β = {cfg['beta']:g}"
         )
-    ax_q2.set_yscale("log")  # d = ⌈√N⌉ grows like √N: a log axis keeps the rest readable
-    ax_idle.legend(loc="best", fontsize=7)
+    legend(fig, where="below", ncols=3)
     # Step-size convergence of the SDE: E[X2] at each dt and the extrapolation to dt = 0.
     sde = sorted(select(rows, method="sde", quantity="q2"), key=lambda r: r["dt"])
-    ax_dt.errorbar(
+    simulated(
+        ax_dt,
         [r["dt"] for r in sde],
         [r["value"] for r in sde],
-        yerr=[[r["value"] - r["ci_low"] for r in sde], [r["ci_high"] - r["value"] for r in sde]],
+        [r.get("ci_low") for r in sde],
+        [r.get("ci_high") for r in sde],
         color="k",
-        marker="o",
-        capsize=2,
         ls=":",
         lw=0.8,
     )
@@ -394,7 +392,6 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Any:
         (0, sde[0]["value"]),
         textcoords="offset points",
         xytext=(8, -12),
-        fontsize=7,
     )
     return fig
 

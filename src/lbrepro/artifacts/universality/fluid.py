@@ -34,6 +34,7 @@ from lbrepro.core.verdicts import (
     better,
 )
 from lbrepro.models import universality as model
+from lbrepro.plotting.intervals import legend, sim_handle, simulated
 from lbrepro.plotting.style import METHOD_STYLE, color, new_figure
 
 #: A finite sweep of N can show "q₂ → 0" only as a significant decline by a stated factor:
@@ -295,28 +296,24 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Any:
     """q₂ against N per family on log–log axes, simulation beside the fluid value at d(N)."""
     fig, axes = new_figure(1, 1, width=6.0, height=3.6)
     ax = axes[0][0]
+    ax.set(xscale="log", yscale="log")
     Ns = sorted(cfg["N"])
     for i, family in enumerate(_fluid_families(cfg)):
         c = color(i)
         sim = series(rows, "sim", "q2", family)
         mf = series(rows, "mf", "q2", family)
-        ax.errorbar(
+        # q₂ = 0 (no server ever had two jobs) is drawn at the axis floor, its interval's
+        # lower end below the floor runs off the axis to a caret.
+        simulated(
+            ax,
             [r["N"] for r in sim],
-            [max(r["value"], 1e-7) for r in sim],
-            yerr=[
-                [
-                    r["value"] - max(r["ci_low"], 1e-7 * 0.5) if r["value"] > 1e-7 else 0
-                    for r in sim
-                ],
-                [r["ci_high"] - r["value"] for r in sim],
-            ],
+            [max(r["value"], Q2_FLOOR) for r in sim],
+            [r.get("ci_low") for r in sim],
+            [r.get("ci_high") for r in sim],
             color=c,
-            capsize=2,
-            **METHOD_STYLE["sim"]
-            | {
-                "label": model.family_label(family)
-                + (" (control)" if family == str(_control_d(Ns)) else "")
-            },
+            clip=(Q2_FLOOR, 1.2),
+            label=model.family_label(family)
+            + (" (control)" if family == str(_control_d(Ns)) else ""),
         )
         ax.plot(
             [r["N"] for r in mf],
@@ -334,8 +331,13 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Any:
         title=f"Fluid scale, λ = {cfg['lam']:g}: q₂ → 0 iff d(N) → ∞",
     )
     ax.plot([], [], color="k", **METHOD_STYLE["mf"] | {"label": "mean field at d(N) (λ^(d+1))"})
-    ax.legend(loc="lower left", ncols=2, fontsize=7)
+    ax.add_line(sim_handle())
+    legend(ax)
     return fig
+
+
+#: The lowest q₂ shown (log axis).
+Q2_FLOOR = 1e-7
 
 
 def summary(rows: Rows) -> Rows:

@@ -24,6 +24,7 @@ from lbrepro.core.verdicts import (
     estimate,
 )
 from lbrepro.models import universality as model
+from lbrepro.plotting.intervals import legend, simulated
 from lbrepro.plotting.style import color, new_figure
 
 
@@ -165,19 +166,17 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Any:
         (axes[0][1], "p_wait", "P(wait > 0)"),
     ):
         sims = sorted(select(rows, method="sim", quantity=q), key=lambda r: r["d"])
-        ax.errorbar(
+        ax.set(xscale="log", yscale="log" if q == "p_wait" else "linear")
+        simulated(
+            ax,
             [r["d"] for r in sims],
             [r["value"] for r in sims],
-            yerr=[
-                [r["value"] - r["ci_low"] for r in sims],
-                [r["ci_high"] - r["value"] for r in sims],
-            ],
+            [r.get("ci_low") for r in sims],
+            [r.get("ci_high") for r in sims],
             color=color(0),
-            capsize=2,
-            marker="o",
             ls="-",
             lw=0.8,
-            label=f"simulation, N = {cfg['N']}",
+            label=f"simulation, N = {cfg['N']} (95% CI)",
         )
         ax.set(
             xscale="log",
@@ -185,8 +184,7 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Any:
             ylabel=label,
             title=f"λ = {cfg['lam']:g}, N = {cfg['N']}",
         )
-    axes[0][1].set_yscale("log")
-    axes[0][0].legend()
+    legend(fig, where="below")
     return fig
 
 

@@ -32,6 +32,7 @@ from lbrepro.core.claims import Claim, make_claim
 from lbrepro.core.io import select
 from lbrepro.core.verdicts import EmptyComparisonError, agreement_margin, agrees, estimate
 from lbrepro.models import whittle_policies as pol
+from lbrepro.plotting.intervals import legend, sim_handle, simulated
 from lbrepro.plotting.style import color, new_figure
 
 if TYPE_CHECKING:
@@ -123,19 +124,15 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Figure:
                         )
                         if x["policy"] == "optimal"
                     }
-                    xs = [s["p"] for s in sims]
-                    ys = [100 * (s["value"] / opt[s["p"]] - 1) for s in sims]
-                    lo = [100 * (s["value"] - s["ci_low"]) / opt[s["p"]] for s in sims]
-                    hi = [100 * (s["ci_high"] - s["value"]) / opt[s["p"]] for s in sims]
-                    ax.errorbar(
-                        xs,
-                        ys,
-                        yerr=[lo, hi],
+                    ax.set_yscale("symlog", linthresh=0.1)
+                    simulated(
+                        ax,
+                        [s["p"] for s in sims],
+                        *(
+                            [_gap(s.get(key), opt[s["p"]]) for s in sims]
+                            for key in ("value", "ci_low", "ci_high")
+                        ),
                         color=color(k),
-                        ls="none",
-                        marker="o",
-                        mfc="white",
-                        capsize=2,
                     )
             ax.axhline(0.0, color="k", lw=0.8, label="optimal (RVI)")
             ax.set(
@@ -146,12 +143,15 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Figure:
             ax.set_yscale("symlog", linthresh=0.1)
             ax.set_ylim(bottom=-1.0)
     handles, labels = axes[0][0].get_legend_handles_labels()
-    handles.append(
-        axes[0][0].errorbar([], [], yerr=[], color="k", ls="none", marker="o", mfc="white")
-    )
+    handles.append(sim_handle())
     labels.append("simulation (95% CI)")
-    fig.legend(handles, labels, loc="outside lower center", ncols=min(6, max(3, 2 * len(names))))
+    legend(fig, handles, labels, where="below", ncols=min(6, max(3, 2 * len(names))))
     return fig
+
+
+def _gap(cost: float | None, optimal: float) -> float:
+    """A simulated cost's gap to the optimal one, in % (NaN when there is none)."""
+    return math.nan if cost is None else 100 * (cost / optimal - 1)
 
 
 ARTIFACT = Artifact(

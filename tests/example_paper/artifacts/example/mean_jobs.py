@@ -13,6 +13,7 @@ from lbrepro.core.errors import ConfigError
 from lbrepro.core.ids import add_point, num
 from lbrepro.core.verdicts import AGREEMENT, agreement_margin, agrees, estimate
 from lbrepro.models import random_routing as model
+from lbrepro.plotting.intervals import legend, simulated
 from lbrepro.plotting.style import new_figure
 
 Rows = list[dict[str, Any]]
@@ -116,15 +117,17 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Any:
     )
     sim = sorted((r for r in rows if r["method"] == "sim"), key=lambda r: r["rho"])
     ax.plot([r["rho"] for r in cf], [r["value"] for r in cf], label="closed form ρ/(1 − ρ)")
-    ax.errorbar(
+    simulated(
+        ax,
         [r["rho"] for r in sim],
         [r["value"] for r in sim],
-        yerr=[[r["value"] - r["ci_low"] for r in sim], [r["ci_high"] - r["value"] for r in sim]],
-        fmt="o",
+        [r.get("ci_low") for r in sim],
+        [r.get("ci_high") for r in sim],
+        color="C1",
         label=f"simulation, N = {cfg['N']} (95% CI)",
     )
     ax.set(xlabel="load ρ (arrival rate / service rate)", ylabel="E[jobs per server] (jobs)")
-    ax.legend()
+    legend(ax)
     return fig
 
 
