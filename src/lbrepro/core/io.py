@@ -28,6 +28,8 @@ LEADING_COLUMNS = (
     "ci_high",
     "N",
     "seed",
+    "batches",
+    "converged",
 )
 
 

@@ -102,6 +102,23 @@ class Estimate:
     converged: bool = True
 
     @classmethod
+    def from_interval(
+        cls,
+        value: float,
+        low: float,
+        high: float,
+        *,
+        batches: int,
+        N: int | None = None,
+        seed: Any = None,
+        converged: bool = True,
+    ) -> Estimate:
+        """An estimate from its value and interval (the half-width of the unclipped side)."""
+        value, low, high = float(value), float(low), float(high)
+        half = max(high - value, value - low)
+        return cls(value, low, high, half, int(batches), N, seed, bool(converged))
+
+    @classmethod
     def exact(cls, value: float) -> Estimate:
         """A value known exactly (a closed form, a mean field): a zero-width interval."""
         return cls(float(value), float(value), float(value), 0.0, 0)

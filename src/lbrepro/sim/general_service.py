@@ -34,6 +34,7 @@ from lbrepro.core.args import float_arg, int_arg, run_length
 from lbrepro.core.errors import ConfigError, UnstableError
 from lbrepro.core.rng import seed_sequence, xoshiro_state
 from lbrepro.sim.compilation import ensure_compiled
+from lbrepro.sim.estimates import EstimatesMixin
 from lbrepro.sim.runlength import check_budget, run_micro_batches
 from lbrepro.sim.service_sampling import ServiceSampling, SupportsSampling, sample_service
 from lbrepro.sim.xoshiro import randint, uniform
@@ -182,7 +183,7 @@ def _advance(q, ht, hs, clock, Q, area, last, t_end, lam_n, N, d, code, p, state
 
 
 @dataclass(frozen=True, eq=False)
-class GeneralSimResult:
+class GeneralSimResult(EstimatesMixin):
     """Time averages of one simulation run with 95% batch-means intervals.
 
     ``u[k]`` (k = 0..K) is the time-average fraction of servers with ≥ k jobs;

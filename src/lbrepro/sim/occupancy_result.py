@@ -8,11 +8,13 @@ from typing import Any
 
 import numpy as np
 
+from lbrepro.sim.estimates import EstimatesMixin
+
 __all__ = ["OccupancySimResult"]
 
 
 @dataclass(frozen=True)
-class OccupancySimResult:
+class OccupancySimResult(EstimatesMixin):
     """Time averages of one occupancy simulation, with 95% batch-means intervals.
 
     ``u[j][k]`` is the time-averaged fraction of type-j servers with at least k jobs,

@@ -28,7 +28,7 @@ from numba import njit
 from lbrepro.core.args import float_arg, int_arg, run_length
 from lbrepro.core.errors import ConfigError, UnstableError
 from lbrepro.core.rng import seed_sequence, xoshiro_state
-from lbrepro.sim.estimates import arrival_fraction
+from lbrepro.sim.estimates import EstimatesMixin, arrival_fraction
 from lbrepro.sim.runlength import check_budget, run_micro_batches
 from lbrepro.sim.xoshiro import randint, uniform
 
@@ -142,7 +142,7 @@ def _advance(
 
 
 @dataclass(frozen=True)
-class PerServerSimResult:
+class PerServerSimResult(EstimatesMixin):
     """Time averages of one per-server simulation, with 95% batch-means intervals.
 
     ``u[k]`` is the time-averaged fraction of servers with at least k jobs, k = 0..K

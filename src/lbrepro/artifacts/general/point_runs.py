@@ -15,6 +15,7 @@ from lbrepro.artifacts.registry import Rows
 from lbrepro.core import footprint
 from lbrepro.core.ids import add_point, num
 from lbrepro.core.packing import simulation_seconds
+from lbrepro.core.rows import estimate_row
 from lbrepro.models import general as model
 from lbrepro.models import service
 from lbrepro.sim.general_service import EVENTS_PER_SECOND
@@ -67,12 +68,8 @@ def sim_rows(sim: Any, seed: np.random.SeedSequence, kmax: int, base: dict[str, 
     """Rows of one simulation run: u_0..u_kmax and E[T] with their CIs, and the longest queue."""
     common = base | {
         "method": "sim",
-        "N": sim.N,
-        "seed": seed.entropy,
-        "batches": sim.batches,
         "measured_time": sim.horizon - sim.warmup_used,
         "warmup_used": sim.warmup_used,
-        "converged": sim.converged,
         "events": sim.events_total,
     }
     rows: Rows = []
@@ -83,22 +80,23 @@ def sim_rows(sim: Any, seed: np.random.SeedSequence, kmax: int, base: dict[str, 
             | {
                 "quantity": "u",
                 "k": k,
-                "value": float(sim.u[k]) if inside else 0.0,
-                "ci_low": float(sim.u_ci_low[k]) if inside else 0.0,
-                "ci_high": float(sim.u_ci_high[k]) if inside else 0.0,
+                **estimate_row(
+                    sim.estimate("u", k) if inside else sim.unreached(), seed=seed.entropy
+                ),
             }
         )
     rows.append(
         common
         | {
             "quantity": "mean_sojourn",
-            "value": sim.mean_sojourn,
-            "ci_low": sim.mean_sojourn_ci[0],
-            "ci_high": sim.mean_sojourn_ci[1],
+            **estimate_row(sim.estimate("mean_sojourn"), seed=seed.entropy),
         }
     )
     # The longest queue seen: a sample-path maximum, not an estimate with a CI.
-    rows.append(common | {"method": "path", "quantity": "max_queue", "value": sim.max_queue})
+    facts = {"N": sim.N, "seed": seed.entropy, "batches": sim.batches, "converged": sim.converged}
+    rows.append(
+        common | facts | {"method": "path", "quantity": "max_queue", "value": sim.max_queue}
+    )
     return rows
 
 

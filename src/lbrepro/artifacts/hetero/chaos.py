@@ -24,6 +24,7 @@ from lbrepro.artifacts.registry import Artifact, Rows
 from lbrepro.core.claims import Claim, make_claim
 from lbrepro.core.ids import add_point
 from lbrepro.core.io import select
+from lbrepro.core.rows import estimate_row
 from lbrepro.core.stats import Estimate
 from lbrepro.core.verdicts import (
     Z95,
@@ -64,7 +65,7 @@ def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return points
 
 
-def _variance(sim: Any, j: int) -> dict[str, float]:
+def _variance(sim: Any, j: int) -> Estimate:
     """Var(q) of a type-j server from its tail u_k, with a linear (conservative) 95% bound.
 
     Var = Σ_k (2k − 1)u_k − (Σ_k u_k)²; the half-width adds |∂Var/∂u_k|·h_k over the levels
@@ -78,7 +79,7 @@ def _variance(sim: Any, j: int) -> dict[str, float]:
     m = float(u.sum())
     value = float(((2 * k - 1) * u).sum() - m**2)
     h = float((np.abs(2 * k - 1 - 2 * m) * np.nan_to_num(half)).sum())
-    return {"value": value, "ci_low": value - h, "ci_high": value + h}
+    return sim.derived(value, value - h, value + h)
 
 
 def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
@@ -109,33 +110,13 @@ def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
     for j in range(system.num_types):
         # The control's quantity: the variance of one tagged server's occupancy, which
         # propagation of chaos leaves at its mean-field value (it does not vanish with N).
-        rows.append(base | {"quantity": "var_tagged", "type_a": j, "type_b": j} | _variance(sim, j))
-        value, lo, hi = sim.cov_same[j], sim.cov_same_ci_low[j], sim.cov_same_ci_high[j]
-        rows.append(
-            base
-            | {
-                "quantity": "cov_same",
-                "type_a": j,
-                "type_b": j,
-                "value": value,
-                "ci_low": lo,
-                "ci_high": hi,
-            }
-        )
+        variance = estimate_row(_variance(sim, j), N=p["N"], seed=seed.entropy)
+        rows.append(base | {"quantity": "var_tagged", "type_a": j, "type_b": j} | variance)
+        same = estimate_row(sim.estimate("cov_same", j), N=p["N"], seed=seed.entropy)
+        rows.append(base | {"quantity": "cov_same", "type_a": j, "type_b": j} | same)
         for i in range(j + 1, system.num_types):
-            value = sim.cov_cross[j, i]
-            lo, hi = sim.cov_cross_ci_low[j, i], sim.cov_cross_ci_high[j, i]
-            rows.append(
-                base
-                | {
-                    "quantity": "cov_cross",
-                    "type_a": j,
-                    "type_b": i,
-                    "value": value,
-                    "ci_low": lo,
-                    "ci_high": hi,
-                }
-            )
+            cross = estimate_row(sim.estimate("cov_cross", j, i), N=p["N"], seed=seed.entropy)
+            rows.append(base | {"quantity": "cov_cross", "type_a": j, "type_b": i} | cross)
     return rows
 
 

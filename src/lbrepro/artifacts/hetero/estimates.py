@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from lbrepro.core.rows import estimate_row
 from lbrepro.core.stats import Estimate
 
 
@@ -14,15 +15,9 @@ def sim_sojourn_row(sim: Any, seed: np.random.SeedSequence) -> dict[str, Any]:
     return {
         "method": "sim",
         "quantity": "mean_sojourn",
-        "value": sim.mean_sojourn,
-        "ci_low": sim.mean_sojourn_ci[0],
-        "ci_high": sim.mean_sojourn_ci[1],
-        "N": sim.N,
-        "seed": seed.entropy,
-        "batches": sim.batches,
+        **estimate_row(sim.estimate("mean_sojourn"), seed=seed.entropy),
         "horizon": sim.horizon,
         "warmup_used": sim.warmup_used,
-        "converged": sim.converged,
     }
 
 
@@ -46,17 +41,8 @@ def busy_capacity_row(sim: Any, system: Any, seed: np.random.SeedSequence) -> di
         w * (float(sim.u_ci_high[j][1]) - float(sim.u_ci_low[j][1])) / 2
         for j, w in enumerate(weights)
     )
-    return {
-        "method": "sim",
-        "quantity": "busy_capacity",
-        "value": value,
-        "ci_low": value - half,
-        "ci_high": value + half,
-        "N": sim.N,
-        "seed": seed.entropy,
-        "batches": sim.batches,
-        "converged": sim.converged,
-    }
+    est = sim.derived(value, value - half, value + half)
+    return {"method": "sim", "quantity": "busy_capacity", **estimate_row(est, seed=seed.entropy)}
 
 
 def sim_runs(rows: Any) -> list[str]:

@@ -22,6 +22,7 @@ from lbrepro.core.claims import Claim, make_claim
 from lbrepro.core.errors import ConfigError, UnstableError
 from lbrepro.core.ids import add_point, num
 from lbrepro.core.io import select
+from lbrepro.core.rows import estimate_row
 from lbrepro.core.verdicts import (
     EmptyComparisonError,
     SlopeFit,
@@ -129,18 +130,22 @@ def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
                 d_pool=d,
                 beyond_stability=p["side"] >= 1,
             )
-            value, lo, hi, diverged = sim.mean_jobs, *sim.mean_jobs_ci, False
-            batches, converged = sim.batches, sim.converged
+            est, diverged = sim.estimate("mean_jobs"), False
         except UnstableError:
             # A queue reached the kernel's level cap: the run diverged before the horizon.
-            value, lo, hi, diverged = None, None, None, True
-            batches, converged = None, False
-        if p["side"] >= 1:
-            # Beyond λ* the run is a growing sample path, not a stationary estimate: its
-            # batch-means interval would be meaningless, so the row is a trajectory point.
-            method, lo, hi = "path", None, None
+            est, diverged = None, True
+        # Beyond λ* the run is a growing sample path, not a stationary estimate: its
+        # batch-means interval would be meaningless, so the row is a trajectory point.
+        method = "path" if p["side"] >= 1 else "sim"
+        run = {"N": p["N"], "seed": seed.entropy}
+        if est is None:  # diverged: no value, so no interval either
+            values = {"value": None} | run | {"batches": None, "converged": False}
+        elif method == "path":
+            values = (
+                {"value": est.mean} | run | {"batches": est.batches, "converged": est.converged}
+            )
         else:
-            method = "sim"
+            values = estimate_row(est, **run)
         rows.append(
             {
                 "system": p["system"],
@@ -150,15 +155,9 @@ def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
                 "lam": lam,
                 "method": method,
                 "quantity": "mean_jobs",
-                "value": value,
-                "ci_low": lo,
-                "ci_high": hi,
-                "N": p["N"],
-                "seed": seed.entropy,
-                "batches": batches,
-                "converged": converged,
-                "diverged": diverged,
             }
+            | values
+            | {"diverged": diverged}
         )
     return rows
 

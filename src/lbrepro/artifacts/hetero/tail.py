@@ -34,6 +34,7 @@ from lbrepro.artifacts.hetero.tail_claims import (
 from lbrepro.artifacts.registry import Artifact, Rows
 from lbrepro.core.claims import Claim, make_claim
 from lbrepro.core.io import select
+from lbrepro.core.rows import estimate_row
 from lbrepro.models import hetero as model
 from lbrepro.plotting.intervals import legend, simulated
 from lbrepro.plotting.style import METHOD_STYLE, color, new_figure
@@ -123,13 +124,7 @@ def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
                     "method": "sim",
                     "quantity": "u",
                     "k": k,
-                    "value": float(sim.u[j][k]),
-                    "ci_low": float(sim.u_ci_low[j][k]),
-                    "ci_high": float(sim.u_ci_high[j][k]),
-                    "N": sim.N,
-                    "seed": seed.entropy,
-                    "batches": sim.batches,
-                    "converged": sim.converged,
+                    **estimate_row(sim.estimate("u", j, k), seed=seed.entropy),
                 }
             )
     rows.append(base | busy_capacity_row(sim, system, seed))

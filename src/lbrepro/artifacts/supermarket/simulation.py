@@ -10,6 +10,7 @@ import numpy as np
 from lbrepro.core import footprint
 from lbrepro.core.errors import ConfigError
 from lbrepro.core.packing import simulation_seconds
+from lbrepro.core.rows import estimate_row
 from lbrepro.models import supermarket as model
 from lbrepro.sim.occupancy import EVENTS_PER_SECOND, OccupancySimResult
 
@@ -42,15 +43,9 @@ def mean_jobs_row(sim: OccupancySimResult, seed: np.random.SeedSequence) -> dict
     return {
         "method": "sim",
         "quantity": "mean_jobs",
-        "value": sim.mean_jobs,
-        "ci_low": sim.mean_jobs_ci[0],
-        "ci_high": sim.mean_jobs_ci[1],
-        "N": sim.N,
-        "seed": seed.entropy,
-        "batches": sim.batches,
+        **estimate_row(sim.estimate("mean_jobs"), seed=seed.entropy),
         "horizon": sim.horizon,
         "warmup_used": sim.warmup_used,
-        "converged": sim.converged,
         "events": sim.events,
     }
 

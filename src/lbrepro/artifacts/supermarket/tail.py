@@ -26,6 +26,7 @@ from lbrepro.core.claims import Claim, diagnostic, make_claim
 from lbrepro.core.errors import ConfigError
 from lbrepro.core.ids import add_point, num
 from lbrepro.core.io import select
+from lbrepro.core.rows import estimate_row
 from lbrepro.core.stats import Estimate
 from lbrepro.core.tail_verdicts import (
     NOTCH,
@@ -95,15 +96,11 @@ def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
                 "method": "sim",
                 "quantity": "u",
                 "k": k,
-                "value": float(sim.u_all[k]) if inside else 0.0,
-                "ci_low": float(sim.u_all_ci_low[k]) if inside else 0.0,
-                "ci_high": float(sim.u_all_ci_high[k]) if inside else 0.0,
-                "N": N,
-                "seed": seed.entropy,
-                "batches": sim.batches,
+                **estimate_row(
+                    sim.estimate("u_all", k) if inside else sim.unreached(), N=N, seed=seed.entropy
+                ),
                 "measured_time": sim.horizon - sim.warmup_used,
                 "warmup_used": sim.warmup_used,
-                "converged": sim.converged,
             }
         )
     for method, value in (("cf", model.mean_jobs(cf)), ("mf", model.mean_jobs(mf.u))):

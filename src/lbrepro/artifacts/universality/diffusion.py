@@ -31,6 +31,7 @@ from lbrepro.core.claims import Claim, diagnostic, make_claim
 from lbrepro.core.errors import ConfigError
 from lbrepro.core.ids import add_point
 from lbrepro.core.io import select
+from lbrepro.core.rows import estimate_row
 from lbrepro.core.stats import Estimate
 from lbrepro.core.verdicts import EmptyComparisonError, Verdict, agrees, estimate
 from lbrepro.models import universality as model
@@ -156,14 +157,16 @@ def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
                         "scheme": p["scheme"],
                         "dt": run["dt"],
                         "quantity": q,
-                        "value": run[key],
-                        "ci_low": run[f"{key}_ci"][0],
-                        "ci_high": run[f"{key}_ci"][1],
-                        "seed": seed.entropy,
-                        "batches": p["batches"],
                         # fixed batches of horizon/batches ≫ the limit's O(1) relaxation
                         # time; the SDE kernel runs no independence test of its own
-                        "converged": True,
+                        **estimate_row(
+                            Estimate.from_interval(
+                                run[key],
+                                *run[f"{key}_ci"],
+                                batches=p["batches"],
+                                seed=seed.entropy,
+                            )
+                        ),
                     }
                 )
         for q, key in (("idle", "mean_idle"), ("q2", "mean_q2")):
@@ -176,12 +179,11 @@ def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
                     "scheme": p["scheme"],
                     "dt": 0.0,
                     "quantity": q,
-                    "value": ext["mean"],
-                    "ci_low": ext["ci"][0],
-                    "ci_high": ext["ci"][1],
-                    "seed": seed.entropy,
-                    "batches": p["batches"],
-                    "converged": True,
+                    **estimate_row(
+                        Estimate.from_interval(
+                            ext["mean"], *ext["ci"], batches=p["batches"], seed=seed.entropy
+                        )
+                    ),
                 }
             )
         return rows
@@ -204,18 +206,13 @@ def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
     params = {"beta": beta, "family": family, "d": d, "lam": lam}
     if "replication" in p:
         params["replication"] = p["replication"]
-    idle = {
-        "method": "sim",
-        "quantity": "idle",
-        "N": N,
-        "seed": seed.entropy,
-        "batches": sim.batches,
-        "converged": bool(sim.converged),
-        # (N − Q_1)/√N = √N (1 − u_1): the CI maps through the affine transform.
-        "value": root * (1 - sim.u_all[1]),
-        "ci_low": root * (1 - sim.u_all_ci_high[1]),
-        "ci_high": root * (1 - sim.u_all_ci_low[1]),
-    }
+    # (N − Q_1)/√N = √N (1 − u_1): the CI maps through the affine transform.
+    idle_est = sim.derived(
+        root * (1 - sim.u_all[1]),
+        root * (1 - sim.u_all_ci_high[1]),
+        root * (1 - sim.u_all_ci_low[1]),
+    )
+    idle = {"method": "sim", "quantity": "idle", **estimate_row(idle_est, N=N, seed=seed.entropy)}
     q2 = [r for r in sim_rows(sim, seed, scale=root) if r["quantity"] == "q2"]
     return [params | idle] + [params | r for r in q2]
 

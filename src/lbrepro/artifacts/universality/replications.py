@@ -20,7 +20,8 @@ from typing import Any
 
 from lbrepro.artifacts.registry import Rows
 from lbrepro.core.errors import ConfigError
-from lbrepro.core.stats import t_quantile
+from lbrepro.core.rows import estimate_row
+from lbrepro.core.stats import Estimate, t_quantile
 
 __all__ = ["pool_replications", "replications_needed"]
 
@@ -68,15 +69,17 @@ def _pooled(group: list[Mapping[str, Any]]) -> dict[str, Any]:
     dof = se**4 / denominator if denominator > 0 else math.inf
     half = t_quantile(0.5 + _LEVEL / 2, dof) * se if se > 0 else 0.0
     first = {k: v for k, v in group[0].items() if k not in ("point", "replication")}
-    return first | {
-        "value": value,
-        "ci_low": value - half,
-        "ci_high": value + half,
-        "batches": sum(b for _, b in errors),
+    pooled = Estimate.from_interval(
+        value,
+        value - half,
+        value + half,
+        batches=sum(b for _, b in errors),
         # one replication whose batch means stayed correlated makes the pool unconverged
-        "converged": all(r.get("converged") not in (False, 0, "False", "false") for r in group),
-        "replications": R,
-    }
+        converged=all(r.get("converged") not in (False, 0, "False", "false") for r in group),
+    )
+    return (
+        first | estimate_row(pooled, N=first.get("N"), seed=first.get("seed")) | {"replications": R}
+    )
 
 
 def pool_replications(rows: Rows, key: tuple[str, ...] = ("family", "N")) -> Rows:

@@ -11,6 +11,7 @@ import numpy as np
 from lbrepro.artifacts.registry import Rows
 from lbrepro.core import footprint
 from lbrepro.core.packing import simulation_seconds
+from lbrepro.core.rows import estimate_row
 from lbrepro.sim.occupancy import EVENTS_PER_SECOND
 
 __all__ = ["sim_rows"]
@@ -82,42 +83,28 @@ def sim_rows(sim: Any, seed: np.random.SeedSequence, scale: float = 1.0, **extra
         """Level k of a tail array, 0 beyond its end (trailing zero levels are trimmed)."""
         return float(a[k]) if k < len(a) else 0.0
 
-    common = {
-        "method": "sim",
-        "N": sim.N,
-        "seed": seed.entropy,
-        "batches": sim.batches,
-        "converged": bool(sim.converged),
-    } | extra
+    common = {"method": "sim"} | extra
 
     def tail(k: int) -> dict[str, Any]:
         value, low, high = at(sim.u_all, k), at(sim.u_all_ci_low, k), at(sim.u_all_ci_high, k)
         if high <= 0.0:
             high = unobserved_bound(sim)
-        return {
-            "quantity": f"q{k}",
-            "value": scale * value,
-            "ci_low": scale * low,
-            "ci_high": scale * high,
-        }
+        est = sim.derived(scale * value, scale * low, scale * high)
+        return {"quantity": f"q{k}", **estimate_row(est, seed=seed.entropy)}
 
     rows = [common | tail(k) for k in (1, 2)]
     rows.append(
         common
         | {
             "quantity": "mean_sojourn",
-            "value": sim.mean_sojourn,
-            "ci_low": sim.mean_sojourn_ci[0],
-            "ci_high": sim.mean_sojourn_ci[1],
+            **estimate_row(sim.estimate("mean_sojourn"), seed=seed.entropy),
         }
     )
     rows.append(
         common
         | {
             "quantity": "p_wait",
-            "value": sim.p_wait,
-            "ci_low": sim.p_wait_ci[0],
-            "ci_high": sim.p_wait_ci[1],
+            **estimate_row(sim.estimate("p_wait"), seed=seed.entropy),
         }
     )
     return rows

@@ -28,6 +28,7 @@ from lbrepro.core.claims import Claim, make_claim
 from lbrepro.core.errors import ConfigError
 from lbrepro.core.ids import add_point, num
 from lbrepro.core.io import select
+from lbrepro.core.rows import estimate_row
 from lbrepro.core.stats import Estimate
 from lbrepro.core.verdicts import (
     AGREEMENT,
@@ -189,13 +190,16 @@ def compute_policy_rows(
                     "policy": policy,
                     "method": "sim",
                     "quantity": "cost",
-                    "value": sim["cost"],
-                    "ci_low": sim["ci"][0],
-                    "ci_high": sim["ci"][1],
-                    "N": system.K,  # servers
-                    "seed": seed.entropy,
-                    "batches": sim["batches"],
-                    "converged": bool(sim["converged"]),
+                    **estimate_row(
+                        Estimate.from_interval(
+                            sim["cost"],
+                            *sim["ci"],
+                            batches=sim["batches"],
+                            N=system.K,
+                            seed=seed.entropy,
+                            converged=sim["converged"],
+                        )
+                    ),
                     "slots": sim["slots"],
                     "outside_slots": sim["outside_slots"],
                 }
