@@ -11,6 +11,7 @@ from lbrepro.artifacts.registry import Artifact
 from lbrepro.core.claims import Claim, make_claim
 from lbrepro.core.errors import ConfigError
 from lbrepro.core.ids import add_point, num
+from lbrepro.core.rows import estimate_row
 from lbrepro.core.verdicts import AGREEMENT, agreement_margin, agrees, estimate
 from lbrepro.models import random_routing as model
 from lbrepro.plotting.intervals import legend, simulated
@@ -52,7 +53,6 @@ def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
         lam=rho, N=p["N"], horizon=p["horizon"], warmup=p["warmup"], seed=seed,
         batches=p["batches"],
     )  # fmt: skip
-    low, high = sim.mean_jobs_ci
     near = near_miss_load(rho)
     return [
         {"rho": rho, "method": "cf", "quantity": "mean_jobs", "value": model.mean_jobs(rho)},
@@ -64,16 +64,12 @@ def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
             "value": model.mean_jobs(near),
             "rho_near": near,
         },
+        # An estimate as a row: value, ci_low, ci_high, N, seed, batches, converged.
         {
             "rho": rho,
             "method": "sim",
             "quantity": "mean_jobs",
-            "value": sim.mean_jobs,
-            "ci_low": low,
-            "ci_high": high,
-            "N": p["N"],
-            "batches": sim.batches,
-            "converged": sim.converged,
+            **estimate_row(sim.estimate("mean_jobs"), seed=seed.entropy),
         },
     ]
 
