@@ -57,6 +57,9 @@ def test_a_row_that_breaks_the_vocabulary_is_named(change, says):
 
 def test_exact_values_and_diffusion_limits_need_no_system_size():
     assert table_problems([SIM | {"method": "cf", "value": 0.25}], "toy") == []
+    # An infinite value (a mean sojourn time at E[X²] = ∞) is written "inf".
+    assert table_problems([SIM | {"method": "cf", "value": "inf"}], "toy") == []
+    assert "'value' = 'many'" in table_problems([SIM | {"method": "cf", "value": "many"}], "toy")[0]
     sde = SIM | {"method": "sde"} | estimate_row(Estimate(1.0, 0.9, 1.1, 0.1, 40, seed=3))
     assert sde["N"] is None and table_problems([sde], "toy") == []
     # A diverged run has no value, so no interval either.

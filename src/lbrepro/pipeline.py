@@ -289,8 +289,10 @@ def compute_points(
         with event_budget(sim.get("max_events"), sim.get("extend")):
             computed = artifact.compute(params, stream(int(config["seed"]), artifact_id, point_id))
         rows.extend({"artifact": artifact_id, "point": point_id} | r for r in computed)
-    check_table(rows, artifact_id, f"{artifact_id}.compute")  # the row vocabulary (core.rows)
     write_table(rows, out)
+    # The row vocabulary (core.rows), on the table as written: what collect_table will read
+    # (NumPy scalars made plain, infinities as the text "inf"). A failed job's table is removed.
+    check_table(read_table(out), artifact_id, f"{artifact_id}.compute")
     write_digest(out, rows=len(rows), points=list(point_ids))
     log.info("%s: %d points, %d rows written to %s", artifact_id, len(point_ids), len(rows), out)
 

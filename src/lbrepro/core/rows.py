@@ -45,7 +45,9 @@ COLUMNS: dict[str, Column] = {
     "point": Column("the point id (one parameter set)", "text"),
     "method": Column("how the value was obtained: " + ", ".join(sorted(METHODS)), "text"),
     "quantity": Column("what the value is (u, mean_jobs, mean_sojourn, …)", "text"),
-    "value": Column("the value (empty: not computed, e.g. an unstable system)", "number"),
+    "value": Column(
+        'the value (empty: not computed; "inf": infinite, e.g. E[T] at E[X²] = ∞)', "number"
+    ),
     "ci_low": Column("lower end of the 95% interval", "number"),
     "ci_high": Column("upper end of the 95% interval", "number"),
     "N": Column("servers of the simulated system", "integer"),
@@ -91,8 +93,8 @@ def _fits(cell: Any, kind: str) -> bool:
         return False
     if kind == "integer":
         return isinstance(cell, int) or (isinstance(cell, float) and cell.is_integer())
-    if kind == "number":
-        return isinstance(cell, int | float)
+    if kind == "number":  # an infinite value is written "inf" (a cell, unlike JSON, can say so)
+        return isinstance(cell, int | float) or cell in ("inf", "-inf")
     return isinstance(cell, int | str)  # "id"
 
 
