@@ -48,7 +48,8 @@ def validate_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
     validate_schema(config, config_schema())
     for artifact in registry.all_artifacts():
         if artifact.id in config:
-            artifact.validate(config[artifact.id])
+            # The same merged section every hook gets (points, compute, check, plot).
+            artifact.validate(artifact_config(config, artifact.id))
             _packed(config, artifact.id)  # unique, file-name-safe point ids, packed into jobs
     return config
 

@@ -9,7 +9,8 @@ a small wide table for the report, ``memory(params)`` → the bytes one point al
 config key that drives them (refused at validation beyond ``simulation.mem_mb``), and
 ``cost(params)`` → the estimated seconds of one point, by which cheap points share a job and
 beyond ``simulation.max_events`` a point is refused (lbrepro.pipeline). ``cfg`` is the
-artifact's own config section.
+artifact's own config section over the shared ``simulation`` defaults — the same merged
+section for ``validate``, ``points``, ``check`` and ``plot`` (``pipeline.artifact_config``).
 """
 
 from __future__ import annotations
