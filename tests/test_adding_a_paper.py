@@ -117,6 +117,12 @@ def test_cli_lists_validates_solves_and_simulates(checkout: Path) -> None:
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--lam" in bad.stderr
     wrong = _run(checkout, sys.executable, "-m", "lbrepro", "validate", "bad.yaml")
     assert wrong.returncode == 2
+    # An unstable load: the example's validator names the key inside its section ("rho"), the
+    # pipeline prefixes the artifact id (one contract for every hook's errors).
+    (checkout / "unstable.yaml").write_text(f"{ARTIFACT}:\n  rho: [0.3, 1.5]\n")
+    unstable = _python(checkout, "-m", "lbrepro", "validate", "config/config.yaml", "unstable.yaml")
+    assert unstable.returncode == 2, unstable.stderr
+    assert f"{ARTIFACT}.rho: must be < 1 (stable), got 1.5" in unstable.stderr, unstable.stderr
 
 
 def test_workflow_dry_run_plans_its_jobs(checkout: Path) -> None:
