@@ -338,7 +338,13 @@ def test_tail_unresolved_fails_loudly():
 
 def test_busy_capacity_is_the_capacity_weighted_u1():
     system = model.System((0.5, 0.5), (1.0, 2.0), (2, 2))
-    run = SimpleNamespace(
+    from lbrepro.sim.estimates import EstimatesMixin
+
+    class Run(EstimatesMixin, SimpleNamespace):
+        """A simulation result's fields, and the estimates every result gives."""
+
+    run = Run(
+        seed=1,
         u=[[1, 0.6], [1, 0.9]],
         u_ci_low=[[1, 0.59], [1, 0.88]],
         u_ci_high=[[1, 0.61], [1, 0.92]],

@@ -200,8 +200,13 @@ def test_unobserved_tail_gets_a_covering_interval():
     import numpy as np
 
     from lbrepro.artifacts.universality.simulation import sim_rows, unobserved_bound
+    from lbrepro.sim.estimates import EstimatesMixin
 
-    run = SimpleNamespace(
+    class Run(EstimatesMixin, SimpleNamespace):
+        """A simulation result's fields, and the estimates every result gives."""
+
+    run = Run(
+        seed=1,
         N=1000,
         lam=0.9,
         horizon=1100.0,
