@@ -2,7 +2,7 @@
 
 Imports go downward only:
 
-    core < sim < meanfield < models < artifacts < {config, pipeline, report, cli}
+    core < sim < meanfield < models < judging < artifacts < {config, pipeline, report, cli}
 
 ``plotting`` imports only ``core`` and is imported by ``artifacts`` and the top layer. Within
 ``artifacts``, a paper's package imports ``artifacts.registry`` and its own modules, never
@@ -25,7 +25,7 @@ from pathlib import Path
 import lbrepro
 
 # Rank of each layer: a module may import modules of a lower rank, or of its own layer.
-RANK = {"core": 0, "sim": 1, "meanfield": 2, "models": 3, "artifacts": 4, "top": 5}
+RANK = {"core": 0, "sim": 1, "meanfield": 2, "models": 3, "judging": 4, "artifacts": 5, "top": 6}
 TOP = {"config", "pipeline", "report", "cli", "__main__"}
 # plotting sits beside the layers: it imports only core, and only these import it.
 PLOTTING_IMPORTERS = {"artifacts", "top"}
@@ -202,3 +202,22 @@ def later():
         "lbrepro.models.hetero",
         "lbrepro.models.supermarket",
     }
+
+
+PAPER_SLUGS = ("supermarket", "hetero", "whittle", "general", "affinity", "universality")
+
+
+def test_core_names_no_paper():
+    """Code several papers share lives in ``judging`` (or ``plotting``), never in ``core``:
+    no core module is written for a paper (none says it is shared by, or of, a paper)."""
+    import re
+
+    offenders = []
+    for module, path in modules().items():
+        if layer(module) != "core":
+            continue
+        text = path.read_text(encoding="utf-8")
+        for slug in PAPER_SLUGS:
+            if re.search(rf"\b{slug}(-service)? paper", text, re.I) or f"artifacts.{slug}" in text:
+                offenders.append(f"{module}: names the {slug} paper")
+    assert offenders == [], offenders

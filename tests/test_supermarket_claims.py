@@ -18,14 +18,14 @@ from lbrepro.core.claims import (
     gate,
 )
 from lbrepro.core.stats import Estimate
-from lbrepro.core.tail_verdicts import (
+from lbrepro.core.verdicts import EmptyComparisonError
+from lbrepro.judging.tails import (
     doubly_exponential_slope,
     resolution,
     tail_fit,
     tail_levels,
     tail_shape,
 )
-from lbrepro.core.verdicts import EmptyComparisonError
 from lbrepro.models import supermarket as model
 
 N, T, KMAX = 1000, 50_000.0, 12

@@ -14,7 +14,6 @@ from lbrepro.core.claims import NOT_REPRODUCED, Claim, diagnostic, make_claim
 from lbrepro.core.ids import num
 from lbrepro.core.io import select
 from lbrepro.core.stats import Estimate
-from lbrepro.core.tail_verdicts import NEIGHBOUR, covers, resolution
 from lbrepro.core.verdicts import (
     EmptyComparisonError,
     Verdict,
@@ -22,6 +21,7 @@ from lbrepro.core.verdicts import (
     agrees,
     estimate,
 )
+from lbrepro.judging.tails import NEIGHBOUR, covers, resolution
 from lbrepro.models import general as model
 from lbrepro.models import service
 

@@ -26,8 +26,8 @@ from lbrepro.artifacts.general.point_runs import (
 from lbrepro.artifacts.registry import Artifact, Rows
 from lbrepro.core.claims import Claim, close, make_claim
 from lbrepro.core.io import select
-from lbrepro.core.tail_verdicts import neighbour_load
 from lbrepro.core.verdicts import AGREEMENT
+from lbrepro.judging.tails import neighbour_load
 from lbrepro.models import general as model
 from lbrepro.models import service
 from lbrepro.plotting.intervals import legend, simulated

@@ -33,7 +33,8 @@ from lbrepro.core.claims import NOT_REPRODUCED, Claim, diagnostic, make_claim
 from lbrepro.core.ids import add_point
 from lbrepro.core.io import select
 from lbrepro.core.stats import Estimate
-from lbrepro.core.tail_verdicts import (
+from lbrepro.core.verdicts import EmptyComparisonError, agrees, estimate, fit_slope
+from lbrepro.judging.tails import (
     NOTCH,
     doubly_exponential_slope,
     fraction_margin,
@@ -44,7 +45,6 @@ from lbrepro.core.tail_verdicts import (
     tail_shape,
     work_conservation,
 )
-from lbrepro.core.verdicts import EmptyComparisonError, agrees, estimate, fit_slope
 from lbrepro.meanfield.closed_forms import doubly_exponential_exponent
 from lbrepro.models import general as model
 from lbrepro.models import service

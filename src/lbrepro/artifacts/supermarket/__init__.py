@@ -2,7 +2,7 @@
 
 ``supermarket-tail`` (:mod:`.tail`) shows the doubly exponential tails, ``supermarket-accuracy``
 (:mod:`.accuracy`) the finite-N error of the mean field and the refined mean field. The tail
-verdicts (:mod:`lbrepro.core.tail_verdicts`) are shared with the general-service paper.
+verdicts (:mod:`lbrepro.judging.tails`) are shared with the general-service paper.
 """
 
 from __future__ import annotations

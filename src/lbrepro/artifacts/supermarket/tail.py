@@ -28,7 +28,8 @@ from lbrepro.core.ids import add_point, num
 from lbrepro.core.io import select
 from lbrepro.core.rows import estimate_row
 from lbrepro.core.stats import Estimate
-from lbrepro.core.tail_verdicts import (
+from lbrepro.core.verdicts import EmptyComparisonError, agrees, estimate
+from lbrepro.judging.tails import (
     NOTCH,
     TAIL_SERVERS,
     doubly_exponential_slope,
@@ -39,7 +40,6 @@ from lbrepro.core.tail_verdicts import (
     tail_shape,
     work_conservation,
 )
-from lbrepro.core.verdicts import EmptyComparisonError, agrees, estimate
 from lbrepro.models import supermarket as model
 from lbrepro.plotting.intervals import legend, loglog_interval, simulated
 from lbrepro.plotting.style import METHOD_STYLE, color, new_figure
