@@ -128,3 +128,22 @@ def test_config_error_carries_key_and_message_and_rekeys_without_string_surgery(
     assert outer.message == err.message  # a message holding ": " survives intact
     assert err.under("hetero-tail.systems[1]", key="C").key == "hetero-tail.systems[1].C"
     assert err.under("sec", key="").key == "sec"
+
+
+@pytest.mark.parametrize(
+    ("section", "bad", "says"),
+    [
+        ("supermarket-tail", "rho: [0.9, 1.2]", "supermarket-tail.rho[1]: load 1.2 >= 1: unstable"),
+        ("universality-fluid", "lam: 1.0", "universality-fluid.lam: load 1 >= 1: unstable"),
+        ("supermarket-tail", "warmup: 200000", "supermarket-tail.warmup: 200000 must be shorter"),
+        ("universality-overhead", "warmup: 1.0e+9", "universality-overhead.warmup: 1e+09 must be"),
+    ],
+)
+def test_stable_load_and_warmup_are_one_rule_everywhere(tmp_path, section, bad, says):
+    """ "Load < 1" and "warm-up < horizon" are one shared rule each (lbrepro.core.args), with
+    one message, whichever paper's section breaks them."""
+    path = tmp_path / "bad.yaml"
+    path.write_text(f"{section}:\n  {bad}\n")
+    with pytest.raises(ConfigError) as err:
+        validate_config(load_config(CONFIG_PATH, path))
+    assert str(err.value).startswith(says), str(err.value)

@@ -67,3 +67,17 @@ def run_length(horizon: Any, warmup: Any, batches: Any) -> tuple[float, float, i
     if horizon <= warmup:
         raise ConfigError("horizon", f"must exceed warmup = {warmup}, got {horizon}")
     return horizon, warmup, int_arg("batches", batches, 2)
+
+
+def check_stable_load(key: str, load: float, capacity: float = 1.0) -> None:
+    """Refuse a load at or beyond the capacity under ``key``: such a system has no stationary
+    regime, so it is never simulated (the one rule every paper's config uses)."""
+    if not load < capacity:
+        raise ConfigError(key, f"load {load:g} >= {capacity:g}: unstable (no stationary regime)")
+
+
+def check_warmup(key: str, warmup: float, horizon: float) -> None:
+    """Refuse a warm-up (named by ``key``) that is not shorter than the horizon: nothing would
+    be measured. Simulators apply the full rule (:func:`run_length`); configs this one."""
+    if not warmup < horizon:
+        raise ConfigError(key, f"{warmup:g} must be shorter than the horizon {horizon:g}")

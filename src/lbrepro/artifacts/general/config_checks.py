@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from lbrepro.core.args import check_warmup
 from lbrepro.core.errors import ConfigError
 from lbrepro.models import service
 
@@ -38,8 +39,7 @@ def check_loads(key: str, rhos: Any) -> None:
 
 def check_simulation(key: str, cfg: Mapping[str, Any]) -> None:
     """Refuse a warm-up as long as the horizon or an empty system, before any job starts."""
-    if cfg["warmup"] >= cfg["horizon"]:
-        raise ConfigError(f"{key}.warmup", "must be shorter than the horizon")
+    check_warmup(f"{key}.warmup", cfg["warmup"], cfg["horizon"])
     if cfg["N"] < 1:
         raise ConfigError(f"{key}.N", "must be >= 1")
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from lbrepro.core import footprint
-from lbrepro.core.args import run_length
+from lbrepro.core.args import check_stable_load, run_length
 from lbrepro.core.errors import ConfigError
 from lbrepro.core.packing import simulation_seconds
 from lbrepro.models import hetero as model
@@ -48,8 +48,7 @@ def named_systems(cfg: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
 
 def check_load(key: str, rho: float) -> None:
     """Loads are normalised by the full capacity μΣγC: no policy is stable at ρ ≥ 1."""
-    if rho >= 1:
-        raise ConfigError(key, f"load {rho} >= 1: unstable")
+    check_stable_load(key, rho)
 
 
 def check_control_load(key: str, rho: float) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from lbrepro.core import footprint
-from lbrepro.core.errors import ConfigError
+from lbrepro.core.args import check_stable_load
 from lbrepro.core.packing import simulation_seconds
 from lbrepro.core.rows import estimate_row
 from lbrepro.models import supermarket as model
@@ -30,8 +30,7 @@ __all__ = [
 
 def check_stable(key: str, rho: float) -> None:
     """Refuse a load ρ ≥ 1 under ``key``: the supermarket model has no stationary regime there."""
-    if rho >= 1:
-        raise ConfigError(key, f"load rho={rho} >= 1: the supermarket model is unstable")
+    check_stable_load(key, rho)
 
 
 def mean_jobs_row(sim: OccupancySimResult, seed: np.random.SeedSequence) -> dict[str, Any]:

@@ -22,8 +22,8 @@ from lbrepro.artifacts.supermarket.simulation import (
     simulation_cost,
     simulation_memory,
 )
+from lbrepro.core.args import check_warmup
 from lbrepro.core.claims import Claim, diagnostic, make_claim
-from lbrepro.core.errors import ConfigError
 from lbrepro.core.ids import add_point, num
 from lbrepro.core.io import select
 from lbrepro.core.rows import estimate_row
@@ -52,8 +52,7 @@ def validate(cfg: Mapping[str, Any]) -> None:
     """Refuse unstable loads and a warm-up as long as the horizon, naming the key."""
     for i, rho in enumerate(cfg["rho"]):
         check_stable(f"supermarket-tail.rho[{i}]", rho)
-    if cfg["warmup"] >= cfg["horizon"]:
-        raise ConfigError("supermarket-tail.warmup", "must be shorter than the horizon")
+    check_warmup("supermarket-tail.warmup", cfg["warmup"], cfg["horizon"])
 
 
 def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:

@@ -21,6 +21,7 @@ from lbrepro.artifacts.universality.families import (
     validate_families,
 )
 from lbrepro.artifacts.universality.simulation import load_cost, point_memory, sim_rows
+from lbrepro.core.args import check_stable_load
 from lbrepro.core.claims import Claim, diagnostic, make_claim
 from lbrepro.core.errors import ConfigError
 from lbrepro.core.ids import add_point
@@ -61,8 +62,7 @@ def _fluid_families(cfg: Mapping[str, Any]) -> list[str]:
 
 def validate(cfg: Mapping[str, Any]) -> None:
     """Refuse an unstable load, bad families, no growing family, or an unsamplable control."""
-    if cfg["lam"] >= 1:
-        raise ConfigError("universality-fluid.lam", f"load {cfg['lam']} >= 1: unstable")
+    check_stable_load("universality-fluid.lam", cfg["lam"])
     validate_families("universality-fluid.d", cfg["d"], cfg["N"])
     if not any(not is_fixed(str(f)) for f in cfg["d"]):
         raise ConfigError(

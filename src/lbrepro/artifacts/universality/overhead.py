@@ -11,6 +11,7 @@ from lbrepro.artifacts.registry import Artifact, Rows
 from lbrepro.artifacts.universality.estimates import scaled
 from lbrepro.artifacts.universality.families import of_family, validate_families
 from lbrepro.artifacts.universality.simulation import load_cost, point_memory, sim_rows
+from lbrepro.core.args import check_stable_load, check_warmup
 from lbrepro.core.claims import Claim, diagnostic, make_claim
 from lbrepro.core.errors import ConfigError
 from lbrepro.core.ids import add_point
@@ -30,10 +31,8 @@ from lbrepro.plotting.style import color, new_figure
 
 def validate(cfg: Mapping[str, Any]) -> None:
     """Refuse an unstable load, a warm-up ≥ the horizon, or a grid without sqrtN and N."""
-    if cfg["warmup"] >= cfg["horizon"]:
-        raise ConfigError("universality-overhead.warmup", "must be shorter than the horizon")
-    if cfg["lam"] >= 1:
-        raise ConfigError("universality-overhead.lam", f"load {cfg['lam']} >= 1: unstable")
+    check_warmup("universality-overhead.warmup", cfg["warmup"], cfg["horizon"])
+    check_stable_load("universality-overhead.lam", cfg["lam"])
     validate_families("universality-overhead.d", cfg["d"], [cfg["N"]])
     families = [str(f) for f in cfg["d"]]
     missing = [f for f in ("sqrtN", "N") if f not in families]
