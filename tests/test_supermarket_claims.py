@@ -21,6 +21,7 @@ from lbrepro.core.stats import Estimate
 from lbrepro.core.verdicts import EmptyComparisonError
 from lbrepro.judging.tails import (
     doubly_exponential_slope,
+    neighbour_load,
     resolution,
     tail_fit,
     tail_levels,
@@ -43,10 +44,15 @@ def tail_rows(rho: float, d: int, sim_u, V=None, rel: float = 0.002) -> list[dic
     for k in range(KMAX + 1):
         cf = closed(rho, d, k)
         base = {"rho": rho, "d": d, "quantity": "u", "k": k}
+        near = neighbour_load(rho)
         rows += [
             base | {"method": "cf", "value": cf},
             base | {"method": "mf", "value": cf},
             base | {"method": "rmf", "value": cf + V(k) / N, "N": N},
+            # the limit claim's control, as compute writes it
+            base
+            | {"method": "cf", "quantity": "u_neighbour", "value": closed(near, d, k)}
+            | {"rho_neighbour": near},
         ]
         v = sim_u(k)
         h = rel * v + 1e-7

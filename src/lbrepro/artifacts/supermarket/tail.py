@@ -86,6 +86,14 @@ def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
     rows += [r | params for r in _tail_rows("cf", cf, kmax)]
     rows += [r | params for r in _tail_rows("mf", mf.u, kmax)]
     rows += [r | params | {"N": N} for r in _tail_rows("rmf", rmf.u + rmf.V / N, kmax)]
+    # The limit claim's control: the closed form at the neighbouring load, written here so
+    # the check reads only its table.
+    rho2 = neighbour_load(rho)
+    near = model.fixed_point_closed_form(rho2, d)
+    rows += [
+        r | params | {"quantity": "u_neighbour", "rho_neighbour": rho2}
+        for r in _tail_rows("cf", near, kmax)
+    ]
     sim = simulate_point(p, seed)
     for k in range(kmax + 1):
         inside = k < len(sim.u_all)
@@ -168,9 +176,10 @@ def _limit_claim(rows: Rows, rho: float, d: int) -> Claim:
     ks = limit_levels(ref, N)
     if not ks:
         raise EmptyComparisonError(f"ρ = {rho:g}, d = {d}: no level u_2.. held by 10 servers")
-    rho2 = neighbour_load(rho)
-    alt = model.fixed_point_closed_form(rho2, d)
-    alt_u = {k: (float(alt[k]) if k < len(alt) else 0.0) + rmf[k] - mf[k] for k in ks}
+    near = select(rows, method="cf", quantity="u_neighbour", rho=rho, d=d)
+    rho2 = near[0]["rho_neighbour"]
+    alt = {r["k"]: float(r["value"]) for r in near}
+    alt_u = {k: alt.get(k, 0.0) + rmf[k] - mf[k] for k in ks}
     est = [sim[k] for k in ks]
     margins = [fraction_margin(ref[k], N, T) for k in ks]
     labels = [f"u_{k}" for k in ks]
