@@ -18,6 +18,7 @@ from typing import Any
 
 from lbrepro.artifacts import registry
 from lbrepro.config import assemble_schema, validate_schema
+from lbrepro.core import footprint
 from lbrepro.core.claims import write_checks
 from lbrepro.core.errors import ConfigError
 from lbrepro.core.ids import check_point_ids
@@ -255,12 +256,10 @@ def check_memory_estimates(
     ``simulation.mem_mb`` (default :data:`DEFAULT_MEM_MB`). The error names the artifact's
     key that contributes most: ``KEY: point P needs about X GiB, beyond Y GiB ...; lower ...``.
     """
-    from lbrepro.core.footprint import total
-
     limit_mb = DEFAULT_MEM_MB if mem_mb is None else float(mem_mb)
     limit = limit_mb * 1e6
     for point, params in table.items():
-        nbytes, key = total(memory(params))
+        nbytes, key = footprint.total(memory(params))
         if not nbytes >= 0:
             raise ConfigError(
                 f"{artifact_id}.{key or 'points'}",

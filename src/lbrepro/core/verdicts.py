@@ -310,14 +310,13 @@ def estimate(row: Mapping[str, Any]) -> Estimate:
                 f"a simulated row ({row.get('method')}, {row.get('quantity')}) has no "
                 f"{column!r}: every simulated row must carry batches and converged"
             )
-    return Estimate(
-        mean=value,
-        low=float(low),
-        high=float(high),
-        # An interval clipped to the quantity's range (a fraction near 0) is asymmetric: the
-        # unclipped side carries the half-width.
-        half_width=max(float(high) - value, value - float(low)),
-        batches=int(row["batches"]),
+    # An interval clipped to the quantity's range (a fraction near 0) is asymmetric: the
+    # unclipped side carries the half-width (Estimate.from_interval).
+    return Estimate.from_interval(
+        value,
+        low,
+        high,
+        batches=row["batches"],
         N=_int(row.get("N")),
         seed=row.get("seed"),
         converged=row.get("converged") not in (False, 0, "False", "false"),

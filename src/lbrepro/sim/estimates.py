@@ -91,13 +91,12 @@ class EstimatesMixin:
     def estimate(self, quantity: str, *index: int) -> Estimate:
         """One estimate of this run; the half-width is that of the unclipped side (an
         interval clipped to a fraction's range is asymmetric)."""
+        mean = getattr(self, quantity)
         if hasattr(self, f"{quantity}_ci"):
             if index:
                 raise TypeError(f"{quantity} is a scalar estimate: no index")
-            mean = getattr(self, quantity)
             low, high = getattr(self, f"{quantity}_ci")
         else:
-            mean = getattr(self, quantity)
             low, high = getattr(self, f"{quantity}_ci_low"), getattr(self, f"{quantity}_ci_high")
             for i in index:
                 mean, low, high = mean[i], low[i], high[i]
