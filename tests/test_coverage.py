@@ -357,3 +357,45 @@ def test_sigint_stops_a_run_cleanly_at_the_next_micro_batch(monkeypatch):
         assert signal.getsignal(signal.SIGINT) is before
     finally:
         signal.signal(signal.SIGINT, inherited)
+
+
+@pytest.mark.parametrize(
+    "factors, doublings, looks",
+    [
+        ([1.0], 0, 1),  # decided at once: not extended, one look
+        ([1.7, 1.0], 1, 2),  # within one doubling: doubled once, decided
+        ([3.0, 1.5, 1.0], 2, 3),  # within two: doubled twice
+        ([5.0], 0, 1),  # beyond the two doublings left: not extended at all
+        ([float("inf")], 0, 1),  # no length decides it (an unobservable component)
+        ([1.5, 1.5, 1.5], 2, 3),  # never decided: stops at extend, looked at each time
+    ],
+)
+def test_a_run_doubles_until_its_claim_is_decided(factors, doublings, looks):
+    """``needed`` (the run-length factor that would decide the run's claims) drives the
+    doubling of a converged run: only while the factor is above 1 and within reach."""
+    series = np.random.default_rng(5).normal(size=8 * 1280)
+    recorded: list[float] = []
+    asked: list[float] = []
+
+    def step(t_end: float) -> int:
+        recorded.append(series[len(recorded)])
+        return 1
+
+    def needed(so_far) -> float:
+        assert so_far.converged and so_far.horizon == len(recorded)
+        asked.append(so_far.horizon)
+        return factors[min(len(asked), len(factors)) - 1]
+
+    run = run_micro_batches(
+        step,
+        lambda: np.array(recorded),
+        horizon=1280.0,
+        warmup=0.0,
+        min_batches=20,
+        events_per_time=1.0,
+        extend=2,
+        needed=needed,
+    )
+    assert run.doublings == doublings and run.looks == looks and run.converged
+    assert run.horizon == 1280.0 * 2**doublings
+    assert asked == [1280.0 * 2**i for i in range(looks)]

@@ -848,3 +848,27 @@ def test_claim_filters_offer_what_the_summary_holds(html: str) -> None:
     ]
     rows = re.findall(r"<tr[^>]*data-claim-row[^>]*>", html)
     assert rows and all('data-paper="toy"' in r and 'data-source="' in r for r in rows)
+
+
+def test_expected_false_decisions_count_the_looks_of_doubled_runs() -> None:
+    """A verdict taken after 3 looks (a run doubled until decided) can err 3 times: the
+    expected false decisions count its looks, and the headline says how many were taken."""
+    from lbrepro.report.render import _claim_view, _count
+
+    def entry(status: str, source: str = "paper", **extra: Any) -> dict[str, Any]:
+        return {
+            "claim": "c", "outcome": status, "status": status, "kind": "verdict",
+            "source": source, "control": {"claim": "near", "outcome": "not reproduced"},
+            "measured": 1.0, **extra,
+        }  # fmt: skip
+
+    claims = [
+        _claim_view(entry("reproduced", looks=3)),
+        _claim_view(entry("not reproduced")),
+        _claim_view(entry("undecided", looks=2)),  # undecided: decides nothing
+        _claim_view(entry("reproduced", source="lbrepro", looks=True)),  # not a count: 1
+    ]
+    counts = _count(claims)
+    assert counts["decided"] == 3 and counts["looks"] == 5
+    assert counts["expected_false"] == pytest.approx(0.025 * 5)
+    assert counts["expected_false_paper"] == pytest.approx(0.025 * 4)

@@ -289,3 +289,58 @@ def test_accuracy_needs_three_values_of_n() -> None:
 def test_accuracy_reconstruction_note_describes_the_fit() -> None:
     note = " ".join(accuracy.ARTIFACT.reconstructions)
     assert "every N" in note and "half the distance to the neighbouring order" in note
+
+
+def _tail_point(horizon: float) -> dict:
+    """The quick profile's (ρ = 0.9, d = 2) point of supermarket-tail at ``horizon``."""
+    cfg = {
+        "rho": [0.9], "d": [2], "N": 200, "horizon": horizon, "warmup": 2000.0, "kmax": 6,
+        "batches": 10, "replace": True,
+    }  # fmt: skip
+    return cfg, next(iter(tail.points(cfg).values()))
+
+
+def _run(p: dict, extend: int) -> list[dict]:
+    """compute() of point ``p`` with ``extend`` doublings allowed, its rows tagged as a job's."""
+    import numpy as np
+
+    from lbrepro.sim.runlength import event_budget
+
+    with event_budget(None, extend):
+        rows = tail.compute(p, np.random.SeedSequence(7))
+    return [r | {"artifact": "supermarket-tail", "point": "rho0.9-d2"} for r in rows]
+
+
+def _limit(rows: list[dict], cfg: dict):
+    return next(c for c in tail.check(rows, cfg) if "is the N → ∞ limit" in c.claim)
+
+
+def test_an_undecided_run_doubles_until_its_claim_is_decided() -> None:
+    """Sequential doubling (issue 19): at a horizon too short for the 2% margin at u_4 the
+    limit claim is undecided (it needs 3.3× the run); allowed one doubling, the run is not
+    extended (a doubling cannot decide it); allowed two, it doubles twice, the claim is
+    decided, and its rows and verdict count the three looks at the decision."""
+    cfg, p = _tail_point(40_000.0)
+    short = _run(p, extend=0)
+    assert _limit(short, cfg).status == UNDECIDED
+    assert not any("looks" in r for r in short)
+    assert "3.3× the run length" in _limit(short, cfg).needs
+    assert _run(p, extend=1) == short  # out of reach: not extended, the same run
+    longer = _run(p, extend=2)
+    sim = [r for r in longer if r["method"] == "sim" and r["quantity"] == "u"]
+    assert {r["looks"] for r in sim} == {3}
+    mean_jobs = next(r for r in longer if r["method"] == "sim" and r["quantity"] == "mean_jobs")
+    assert mean_jobs["horizon"] == 4 * 40_000.0
+    claim = _limit(longer, cfg)
+    assert claim.status in (REPRODUCED, NOT_REPRODUCED)
+    assert claim.to_dict()["looks"] == 3
+
+
+def test_a_decided_run_is_not_doubled() -> None:
+    """A claim decided at the configured horizon costs no doubling and no extra look."""
+    cfg, p = _tail_point(100_000.0)
+    rows = _run(p, extend=1)
+    mean_jobs = next(r for r in rows if r["method"] == "sim" and r["quantity"] == "mean_jobs")
+    assert mean_jobs["horizon"] == 100_000.0
+    assert "looks" not in mean_jobs
+    assert _limit(rows, cfg).status == REPRODUCED

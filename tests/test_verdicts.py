@@ -290,3 +290,55 @@ def test_an_unresolved_component_is_never_the_statistic_shown():
     v = decide([ratio], expected="ratio < 1", tolerance="t")
     assert v.outcome == UNDECIDED and v.measured == "x(2,1) ratio: not measured", v
     assert v.interval is None
+
+
+def _sequential(offset: float, wrong: str, seed: int) -> tuple[float, float, float, float]:
+    """Synthetic runs doubled until their claim (|x − 0.5| < 0.02) is decided, at most twice
+    (the default extend), the truth ``offset`` margins from the reference: the rate of the
+    ``wrong`` outcome, its union bound 2.5% × looks, and the undecided fraction at the first
+    look and at the end."""
+    rng = np.random.default_rng(seed)
+    reps, extend, margin, sd0 = 4000, 2, 0.02, 0.004
+    tq = 2.093024054408263  # t quantile 0.975, 19 dof
+    wrong_count = looks_total = undecided_first = undecided_last = 0
+    for _ in range(reps):
+        blocks = 0.5 + offset * margin + sd0 * rng.standard_normal(2**extend)
+        length, looks, doublings = 1, 0, 0
+        while True:
+            looks += 1
+            mean = float(blocks[:length].mean())
+            v = agrees([est(mean, tq * sd0 / math.sqrt(length), 20)], [0.5], margin=margin)
+            undecided_first += looks == 1 and v.outcome == UNDECIDED
+            if v.outcome != UNDECIDED or not 1.0 < v.length_needed <= 2.0 ** (extend - doublings):
+                break
+            length, doublings = 2 * length, doublings + 1
+        undecided_last += v.outcome == UNDECIDED
+        wrong_count += v.outcome == wrong
+        looks_total += looks
+    return (
+        wrong_count / reps,
+        0.025 * looks_total / reps,
+        undecided_first / reps,
+        undecided_last / reps,
+    )
+
+
+@pytest.mark.parametrize(
+    "offset, wrong",
+    [(0.9, NOT_REPRODUCED), (1.0, REPRODUCED), (1.1, REPRODUCED), (0.5, NOT_REPRODUCED)],
+)
+def test_sequential_doubling_errs_at_most_once_per_look(offset: float, wrong: str) -> None:
+    """A run doubled until its claim is decided looks at the decision up to 1 + extend times.
+    A true claim at 0.9 margins, a false one on the margin (the worst case: it is wrongly
+    reproduced more often than 2.5%, so the per-look bound is needed) or at 1.1: the wrong
+    decision's rate stays within the union bound the report states, 2.5% per look."""
+    rate, bound, _, _ = _sequential(offset, wrong, seed=20261203)
+    assert rate <= bound + 3 * math.sqrt(bound * (1 - bound) / 4000), (rate, bound)
+
+
+def test_sequential_doubling_decides_what_more_data_can_decide() -> None:
+    """Doubling must decide claims, or it costs runs for nothing: a true claim at half a
+    margin, undecided at the first look in about a third of the runs, is undecided in under
+    a tenth at the end."""
+    _, _, first, last = _sequential(0.5, NOT_REPRODUCED, seed=20261204)
+    assert first > 0.2 and last < 0.1, (first, last)

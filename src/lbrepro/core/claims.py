@@ -105,6 +105,8 @@ class Claim:
     invalid: str = ""
     finding: str | None = None
     runs: tuple[str, ...] = ()
+    #: Looks at the decision while its run doubled until decided (written only when > 1).
+    looks: int = 1
 
     @property
     def passed(self) -> bool:
@@ -119,6 +121,8 @@ class Claim:
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["runs"] = list(self.runs)
+        if self.looks == 1:
+            del data["looks"]  # one look: the single-decision rate (most claims)
         data["passed"] = self.passed
         data["status"] = claim_status(data)
         data["reason"] = undecided_reason(data)
@@ -203,6 +207,7 @@ def make_claim(
         invalid=verdict.invalid,
         finding=finding,
         runs=tuple(runs),
+        looks=verdict.looks,
     )
 
 

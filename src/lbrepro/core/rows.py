@@ -56,6 +56,11 @@ COLUMNS: dict[str, Column] = {
     "converged": Column(
         "False: the batch means stayed correlated; the interval is suspect", "flag"
     ),
+    "looks": Column(
+        "how often a claim's decision was taken while the run doubled until decided (only "
+        "where it was more than once: a verdict on it can err at this many times its rate)",
+        "integer",
+    ),
 }
 
 
@@ -64,12 +69,13 @@ class TableError(LbreproError, ValueError):
 
 
 def estimate_row(est: Estimate, *, N: int | None = None, seed: Any = None) -> dict[str, Any]:
-    """The columns of one scalar estimate: value, interval, N, seed, batches, converged.
+    """The columns of one scalar estimate: value, interval, N, seed, batches, converged
+    (and ``looks`` where the run was extended until a claim was decided).
 
     ``N`` and ``seed`` default to the estimate's own. ``lbrepro.core.verdicts.estimate``
     reads the row back to the same estimate.
     """
-    return {
+    row = {
         "value": float(est.mean),
         "ci_low": float(est.low),
         "ci_high": float(est.high),
@@ -78,6 +84,9 @@ def estimate_row(est: Estimate, *, N: int | None = None, seed: Any = None) -> di
         "batches": int(est.batches),
         "converged": bool(est.converged),
     }
+    if est.looks > 1:
+        row["looks"] = int(est.looks)
+    return row
 
 
 def _empty(cell: Any) -> bool:

@@ -100,6 +100,10 @@ class Estimate:
     #: False when the run's batch means stayed correlated at every admissible batching: the
     #: interval is then too narrow and claims built on it say so.
     converged: bool = True
+    #: How many times a claim's decision was taken on the run while it grew (sequential
+    #: doubling until decided, :func:`lbrepro.sim.runlength.run_micro_batches`): each look
+    #: can err at the claim's rate, so a verdict on it can err at ``looks`` times that rate.
+    looks: int = 1
 
     @classmethod
     def from_interval(
@@ -112,11 +116,12 @@ class Estimate:
         N: int | None = None,
         seed: Any = None,
         converged: bool = True,
+        looks: int = 1,
     ) -> Estimate:
         """An estimate from its value and interval (the half-width of the unclipped side)."""
         value, low, high = float(value), float(low), float(high)
         half = max(high - value, value - low)
-        return cls(value, low, high, half, int(batches), N, seed, bool(converged))
+        return cls(value, low, high, half, int(batches), N, seed, bool(converged), int(looks))
 
     @classmethod
     def exact(cls, value: float) -> Estimate:

@@ -101,6 +101,13 @@ class Verdict:
     margin: float | None = None
     needs: str = ""
     invalid: str = ""
+    #: Looks at this decision while its run doubled (:attr:`Estimate.looks`): the verdict
+    #: can err at ``looks`` times the single-look rate.
+    looks: int = 1
+    #: The run-length factor that would decide an undecided verdict (1: decided; inf: no
+    #: length would, e.g. a component the run cannot observe). What a run extended until
+    #: its claim is decided asks (:func:`lbrepro.sim.runlength.run_micro_batches`).
+    length_needed: float = field(default=1.0, compare=False)
 
     def __post_init__(self) -> None:
         if self.outcome not in OUTCOMES:
@@ -130,6 +137,8 @@ class Verdict:
             self.margin,
             self.needs,
             "; ".join(r for r in (self.invalid, reason) if r),
+            self.looks,
+            self.length_needed,
         )
 
 
@@ -243,9 +252,10 @@ def decide(
         resolved_parts = [c for c, s in needed if s != UNRESOLVED and math.isfinite(c.slack)]
         finite = resolved_parts or [c for c, _ in needed if math.isfinite(c.slack)]
         decisive = min(finite, key=lambda c: c.slack) if finite else needed[0][0]
-    needs = ""
+    needs, length = "", 1.0
     if outcome == UNDECIDED:
         needs = _needs(components, states)
+        length = _length_needed([c for c, _ in needed], quantifier)
     listing = "; ".join(c.describe() for c in components)
     invalid = _unconverged(estimates)
     # A value the run could not measure (an infinite ratio of a level never observed) is said
@@ -262,8 +272,30 @@ def decide(
         interval=(round(interval[0], 6), round(interval[1], 6)) if interval else None,
         margin=margin,
         needs=needs,
+        looks=max((int(e.looks) for e in estimates), default=1),
+        length_needed=length,
     )
     return v.invalidated(invalid) if invalid else v
+
+
+def _length_needed(needed: Sequence[Component], quantifier: str) -> float:
+    """The run-length factor that would decide an undecided claim, if its estimates stayed
+    put: each open component needs its half-width below its gap to the threshold, and a
+    half-width falls as 1/√length. All of them for "all", the cheapest for "any"; an
+    unresolved component, or one on its threshold, needs what no length gives (inf)."""
+    factors = []
+    for c in needed:
+        state = c.state
+        if state == HOLDS or (state == FAILS and quantifier == "any"):
+            continue
+        gap = abs(c.value - c.threshold)
+        if state == UNRESOLVED or not gap > 0 or not math.isfinite(c.half_width):
+            factors.append(math.inf)
+        else:
+            factors.append(max((c.half_width / gap) ** 2, 1.0))
+    if not factors:
+        return 1.0
+    return max(factors) if quantifier == "all" else min(factors)
 
 
 def _needs(components: Sequence[Component], states: Sequence[str]) -> str:
@@ -320,6 +352,7 @@ def estimate(row: Mapping[str, Any]) -> Estimate:
         N=_int(row.get("N")),
         seed=row.get("seed"),
         converged=row.get("converged") not in (False, 0, "False", "false"),
+        looks=_int(row.get("looks")) or 1,
     )
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -421,8 +421,12 @@ def simulate(
     replace: bool = True,
     progress: bool = False,
     start: str = "fixed_point",
+    needed: Callable[[OccupancySimResult], float] | None = None,
 ) -> OccupancySimResult:
     """Simulate the supermarket model with N servers (thin call into the occupancy kernel).
+
+    ``needed``: the run doubles until the claims it serves are decided (see
+    :func:`lbrepro.sim.occupancy.simulate_occupancy`).
 
     ``start`` is ``"fixed_point"`` (N occupancies drawn from the mean-field fixed point; see
     :func:`initial_counts`) or ``"empty"``. The warm-up (default: a tenth of the horizon) is
@@ -449,6 +453,7 @@ def simulate(
         replace=replace,
         progress=progress,
         initial=initial,
+        needed=needed,
     )
 
 

@@ -250,7 +250,13 @@ def _claim_view(entry: Mapping[str, Any]) -> dict[str, Any]:
         "invalid": str(entry.get("invalid") or ""),
         "finding": str(entry.get("finding") or ""),
         "null": verdict and is_null(entry.get("measured")),
+        "looks": _looks(entry.get("looks")),
     }
+
+
+def _looks(value: Any) -> int:
+    """How often a verdict's decision was taken while its run doubled (1 unless it says)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 1 else 1
 
 
 def _claims(path: Path, shown: str) -> tuple[list[dict[str, Any]] | None, str]:
@@ -298,6 +304,9 @@ def _tally(claims: Sequence[Mapping[str, Any]]) -> dict[str, int]:
         "undecided": sum(c["status"] == UNDECIDED for c in claims),
         "invalid": sum(c["badge"] == INVALID_RUN for c in claims),
         "decided": reproduced + len(failed),
+        # Each decision errs at most at ERROR_RATE per look at it (a run doubled until its
+        # claim was decided was looked at several times): the union bound over looks.
+        "looks": sum(c["looks"] for c in claims if c["status"] in (REPRODUCED, NOT_REPRODUCED)),
         "null": sum(c["null"] for c in claims),
     }
 
@@ -317,9 +326,11 @@ def _count(claims: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "without_control": sum(1 for c in verdicts if c["control"] is None),
         "null": paper["null"] + ours["null"],
         "decided": decided,
-        # Each decision errs with probability at most ERROR_RATE, so this many are expected.
-        "expected_false": ERROR_RATE * decided,
-        "expected_false_paper": ERROR_RATE * paper["decided"],
+        "looks": paper["looks"] + ours["looks"],
+        # Each decision errs with probability at most ERROR_RATE per look, so at most this
+        # many are expected (a decision with one look, most of them, counts once).
+        "expected_false": ERROR_RATE * (paper["looks"] + ours["looks"]),
+        "expected_false_paper": ERROR_RATE * paper["looks"],
     }
 
 

@@ -87,6 +87,8 @@ class EstimatesMixin:
     seed: Any
     batches: int
     converged: bool
+    #: Looks at a claim's decision while the run doubled (1: none, or one at the end).
+    looks: int = 1
 
     def estimate(self, quantity: str, *index: int) -> Estimate:
         """One estimate of this run; the half-width is that of the unclipped side (an
@@ -107,7 +109,7 @@ class EstimatesMixin:
         propagated variance) with the interval it maps to, and the run's facts."""
         return Estimate.from_interval(
             value, low, high, batches=self.batches, N=self.N, seed=self.seed,
-            converged=self.converged,
+            converged=self.converged, looks=self.looks,
         )  # fmt: skip
 
     def unreached(self) -> Estimate:

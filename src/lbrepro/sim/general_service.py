@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,7 +36,7 @@ from lbrepro.core.errors import ConfigError, UnstableError
 from lbrepro.core.rng import seed_sequence, xoshiro_state
 from lbrepro.sim.compilation import ensure_compiled
 from lbrepro.sim.estimates import EstimatesMixin
-from lbrepro.sim.runlength import check_budget, run_micro_batches
+from lbrepro.sim.runlength import RunLength, check_budget, run_micro_batches
 from lbrepro.sim.service_sampling import ServiceSampling, SupportsSampling, sample_service
 from lbrepro.sim.xoshiro import randint, uniform
 
@@ -215,6 +216,7 @@ class GeneralSimResult(EstimatesMixin):
     seed: int | list[int]
     warmup_used: float = math.nan
     converged: bool = True
+    looks: int = 1
 
 
 def _grow(
@@ -263,6 +265,7 @@ def simulate_general(
     seed: np.random.SeedSequence | int,
     batches: int = 20,
     max_levels: int = 1 << 22,
+    needed: Callable[[GeneralSimResult], float] | None = None,
 ) -> GeneralSimResult:
     """Simulate the FCFS supermarket model with general service, JSQ(d) with replacement.
 
@@ -270,7 +273,9 @@ def simulate_general(
     with a ``.sampling``) or its :class:`ServiceSampling` directly. Starts empty and records
     micro-batches from time 0; at least ``warmup`` is discarded (more if MSER-5 asks), the
     rest merged into at least ``batches`` batches whose means pass a von Neumann test, and
-    the run doubles while they do not (see :mod:`lbrepro.sim.runlength`).
+    the run doubles while they do not (see :mod:`lbrepro.sim.runlength`). ``needed``: from
+    the run so far, the run-length factor that would decide the claims it serves; the run
+    doubles while that is within reach (sequential doubling until decided).
 
     Raises
     ------
@@ -355,6 +360,54 @@ def simulate_general(
         area = np.zeros_like(area)
         return micro_events[-1]
 
+    def result(run: RunLength, elapsed: float) -> GeneralSimResult:
+        """The run's estimates and facts, as the run length ``run`` decided them."""
+        bm = run.batching
+        used = slice(bm.start, bm.start + bm.group * bm.batches)
+        events = int(sum(micro_events[bm.start :]))
+        batch_arr = micro_arr[used]
+        tails()
+        width = max(a.size for a in micro_u)
+        per_micro = np.zeros((len(micro_u), width))
+        for i, a in enumerate(micro_u):
+            per_micro[i, : a.size] = a
+        per_batch = bm.merge(per_micro)
+        est_u = bm.ci(per_batch, lower=0.0, upper=1.0, ar1=True, rare=True)
+        est_jobs = bm.ci(per_batch[:, 1:].sum(axis=1), lower=0.0, ar1=True)
+        nz = np.flatnonzero(np.asarray(est_u.mean) > 0)
+        K1 = int(nz[-1]) + 1
+        entropy = seq.entropy
+        seed_out: int | list[int] = (
+            int(entropy) if np.ndim(entropy) == 0 else [int(x) for x in np.ravel(entropy)]
+        )
+        total = int(counters[0])
+        return GeneralSimResult(
+            u=np.asarray(est_u.mean)[:K1].copy(),
+            u_ci_low=np.asarray(est_u.low)[:K1].copy(),
+            u_ci_high=np.asarray(est_u.high)[:K1].copy(),
+            mean_jobs=float(est_jobs.mean),
+            mean_jobs_ci=(float(est_jobs.low), float(est_jobs.high)),
+            mean_sojourn=float(est_jobs.mean) / lam,
+            mean_sojourn_ci=(float(est_jobs.low) / lam, float(est_jobs.high) / lam),
+            arrivals=int(sum(batch_arr)),
+            events=events,
+            events_total=total,
+            elapsed=elapsed,
+            events_per_second=total / elapsed if elapsed > 0 else float("nan"),
+            max_queue=int(clock[3]),
+            N=N,
+            d=d,
+            lam=lam,
+            dist=sampling.label,
+            horizon=run.horizon,
+            warmup=warmup,
+            batches=run.batches,
+            seed=seed_out,
+            warmup_used=run.warmup_used,
+            converged=run.converged,
+            looks=max(run.looks, 1),
+        )
+
     start = time.perf_counter()
     run = run_micro_batches(
         step,
@@ -363,49 +416,6 @@ def simulate_general(
         warmup=warmup,
         min_batches=batches,
         events_per_time=2.0 * lam_n,
+        needed=None if needed is None else (lambda so_far: needed(result(so_far, math.nan))),
     )
-    elapsed = time.perf_counter() - start
-    bm = run.batching
-    used = slice(bm.start, bm.start + bm.group * bm.batches)
-    events = int(sum(micro_events[bm.start :]))
-    batch_arr = micro_arr[used]
-    tails()
-    width = max(a.size for a in micro_u)
-    per_micro = np.zeros((len(micro_u), width))
-    for i, a in enumerate(micro_u):
-        per_micro[i, : a.size] = a
-    per_batch = bm.merge(per_micro)
-    est_u = bm.ci(per_batch, lower=0.0, upper=1.0, ar1=True, rare=True)
-    est_jobs = bm.ci(per_batch[:, 1:].sum(axis=1), lower=0.0, ar1=True)
-    nz = np.flatnonzero(np.asarray(est_u.mean) > 0)
-    K1 = int(nz[-1]) + 1
-    entropy = seq.entropy
-    seed_out: int | list[int] = (
-        int(entropy) if np.ndim(entropy) == 0 else [int(x) for x in np.ravel(entropy)]
-    )
-    total = int(counters[0])
-    return GeneralSimResult(
-        u=np.asarray(est_u.mean)[:K1].copy(),
-        u_ci_low=np.asarray(est_u.low)[:K1].copy(),
-        u_ci_high=np.asarray(est_u.high)[:K1].copy(),
-        mean_jobs=float(est_jobs.mean),
-        mean_jobs_ci=(float(est_jobs.low), float(est_jobs.high)),
-        mean_sojourn=float(est_jobs.mean) / lam,
-        mean_sojourn_ci=(float(est_jobs.low) / lam, float(est_jobs.high) / lam),
-        arrivals=int(sum(batch_arr)),
-        events=events,
-        events_total=total,
-        elapsed=elapsed,
-        events_per_second=total / elapsed if elapsed > 0 else float("nan"),
-        max_queue=int(clock[3]),
-        N=N,
-        d=d,
-        lam=lam,
-        dist=sampling.label,
-        horizon=run.horizon,
-        warmup=warmup,
-        batches=run.batches,
-        seed=seed_out,
-        warmup_used=run.warmup_used,
-        converged=run.converged,
-    )
+    return result(run, time.perf_counter() - start)

@@ -50,9 +50,10 @@ result :mod:`lbrepro.sim.occupancy_result`.
 
 from __future__ import annotations
 
+import math
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from tqdm import tqdm
@@ -135,6 +136,7 @@ def simulate_occupancy(
     chaos: bool = False,
     extend: int | None = None,
     rel_precision: float | None = None,
+    needed: Callable[[OccupancySimResult], float] | None = None,
 ) -> OccupancySimResult:
     """Simulate a routing policy on N exchangeable exponential servers of J types.
 
@@ -194,6 +196,11 @@ def simulate_occupancy(
     rel_precision
         Optional target relative half-width of ``mean_jobs``; the run doubles (within
         ``extend`` and the budget) until it is reached.
+    needed
+        Optional: from the result of the run so far, the run-length factor that would decide
+        the claims this run serves (:attr:`lbrepro.core.verdicts.Verdict.length_needed`);
+        the run doubles while it is within reach (sequential doubling until decided,
+        :func:`lbrepro.sim.runlength.run_micro_batches`) and counts its ``looks``.
 
     Returns
     -------
@@ -294,6 +301,34 @@ def simulate_occupancy(
         bar.update(1)
         return n_events
 
+    entropy = seq.entropy
+
+    def result(run: RunLength, elapsed: float) -> OccupancySimResult:
+        """The run's estimates and facts, as the run length ``run`` decided them."""
+        return OccupancySimResult(
+            **_estimates(recorder, run, n_types, N, lam, chaos),
+            elapsed=elapsed,
+            events_per_second=recorder.events_total / elapsed if elapsed > 0 else float("nan"),
+            N=N,
+            d=routing.d,
+            replace=replace,
+            lam=lam,
+            mu=mu,
+            gamma=gamma_t,
+            capacity=capacity_t,
+            policy=policy,
+            split=routing.split,
+            horizon=run.horizon,
+            warmup=warmup,
+            batches=run.batches,
+            seed=int(entropy) if np.ndim(entropy) == 0 else [int(x) for x in np.ravel(entropy)],
+            spawn_key=tuple(int(k) for k in seq.spawn_key),
+            warmup_used=run.warmup_used,
+            converged=run.converged,
+            batch_length=run.batching.group * run.micro_len,
+            looks=max(run.looks, 1),
+        )
+
     start = time.perf_counter()
     with bar:
         run = run_micro_batches(
@@ -305,31 +340,9 @@ def simulate_occupancy(
             events_per_time=events_per_time,
             extend=extend,
             rel_precision=rel_precision,
+            needed=None if needed is None else (lambda so_far: needed(result(so_far, math.nan))),
         )
-    elapsed = time.perf_counter() - start
-    entropy = seq.entropy
-    return OccupancySimResult(
-        **_estimates(recorder, run, n_types, N, lam, chaos),
-        elapsed=elapsed,
-        events_per_second=recorder.events_total / elapsed if elapsed > 0 else float("nan"),
-        N=N,
-        d=routing.d,
-        replace=replace,
-        lam=lam,
-        mu=mu,
-        gamma=gamma_t,
-        capacity=capacity_t,
-        policy=policy,
-        split=routing.split,
-        horizon=run.horizon,
-        warmup=warmup,
-        batches=run.batches,
-        seed=int(entropy) if np.ndim(entropy) == 0 else [int(x) for x in np.ravel(entropy)],
-        spawn_key=tuple(int(k) for k in seq.spawn_key),
-        warmup_used=run.warmup_used,
-        converged=run.converged,
-        batch_length=run.batching.group * run.micro_len,
-    )
+    return result(run, time.perf_counter() - start)
 
 
 class _MicroBatches:

@@ -94,6 +94,7 @@ class OccupancySimResult(EstimatesMixin):
     warmup_used: float = math.nan
     converged: bool = True
     batch_length: float = math.nan
+    looks: int = 1
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable summary (plain lists, floats and ints; NaN stays a float).

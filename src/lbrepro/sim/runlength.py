@@ -13,6 +13,14 @@ beyond the event budget. A run still correlated then gets the wider interval of
 and is reported as not converged (``converged = False``), never silently: the verdicts built
 on it are invalid.
 
+**Until decided.** A run can also be doubled until its claim is decided: given
+``needed`` (the run-length factor that would decide the claims its point serves, from the
+run so far, see :attr:`lbrepro.core.verdicts.Verdict.length_needed`), a converged run that
+is undecided doubles while the factor is within reach of the doublings left; a factor beyond
+reach (or infinite: a component no length resolves) stops it at once, so a hopeless claim
+costs no more than a decided one. Each such decision is a *look* (``RunLength.looks``): a
+verdict can err once per look, and the report counts its expected false decisions so.
+
 **Event budget.** Before simulating, a run states its expected event count (≈ event rate ×
 horizon, logged) and refuses to start one beyond the budget — default
 :data:`DEFAULT_MAX_EVENTS` = 10¹⁰ events, 1.8× the largest runs of the full config (the
@@ -166,6 +174,8 @@ class RunLength:
     horizon: float
     doublings: int
     converged: bool
+    #: Times the claims' decision was taken on the growing run (0: no ``needed`` given).
+    looks: int = 0
 
     @property
     def warmup_used(self) -> float:
@@ -188,6 +198,7 @@ def run_micro_batches(
     events_per_time: float,
     extend: int | None = None,
     rel_precision: float | None = None,
+    needed: Callable[[RunLength], float] | None = None,
     micro: int = MICRO_BATCHES,
 ) -> RunLength:
     """Drive a simulator in micro-batches, choose its batching, extend it while needed.
@@ -197,8 +208,10 @@ def run_micro_batches(
     main quantity so far. The horizon is cut into ``micro_count`` equal slices; the warm-up
     is rounded up to whole slices and is a minimum truncation. The run doubles (at most
     ``extend`` times, within the event budget) while the batch means fail the independence
-    test, or while the main quantity's relative half-width exceeds ``rel_precision``.
-    ``extend`` None means :func:`max_doublings`.
+    test, or while the main quantity's relative half-width exceeds ``rel_precision``, or
+    while ``needed(run so far)`` — the run-length factor that would decide its claims — is
+    above 1 and within the doublings left (sequential doubling until decided; see the module
+    docstring). ``extend`` None means :func:`max_doublings`.
     """
     if extend is None:
         extend = max_doublings()
@@ -226,14 +239,21 @@ def run_micro_batches(
 
     with _interruptible():
         run_to(M)
-        doublings = 0
+        doublings = looks = 0
         while True:
             batching = choose_batching(main(), min_start=min_start, min_batches=min_batches)
             ok = batching.converged
             if ok and rel_precision is not None:
                 est = batch_means_ci(batching.merge(main()), ar1=True)
                 ok = bool(est.half_width <= rel_precision * abs(est.mean))
-            if ok or doublings >= extend or 2.0 * events > max_events():
+            more = False
+            if ok and needed is not None:
+                # Decide the claims on the run so far: double only if that would decide them.
+                looks += 1
+                so_far = RunLength(batching, length, count, count * length, doublings, True)
+                factor = float(needed(so_far))
+                more = 1.0 < factor <= 2.0 ** (extend - doublings)
+            if (ok and not more) or doublings >= extend or 2.0 * events > max_events():
                 break
             run_to(2 * count)
             doublings += 1
@@ -242,4 +262,4 @@ def run_micro_batches(
         # of few large batches, still not converged (the extension decisions above and so
         # the events and streams are those of the batch test alone).
         batching = fallback_batching(main(), batching)
-    return RunLength(batching, length, count, count * length, doublings, ok)
+    return RunLength(batching, length, count, count * length, doublings, ok, looks)

@@ -49,8 +49,13 @@ def mean_jobs_row(sim: OccupancySimResult, seed: np.random.SeedSequence) -> dict
     }
 
 
-def simulate_point(p: Mapping[str, Any], seed: np.random.SeedSequence) -> OccupancySimResult:
-    """Simulate one point's (ρ, d, N) with its horizon, warm-up, batches and sampling rule."""
+def simulate_point(
+    p: Mapping[str, Any],
+    seed: np.random.SeedSequence,
+    needed: Callable[[OccupancySimResult], float] | None = None,
+) -> OccupancySimResult:
+    """Simulate one point's (ρ, d, N) with its horizon, warm-up, batches and sampling rule;
+    ``needed``: doubled until the claims it serves are decided (simulation.extend)."""
     return model.simulate(
         lam=p["rho"],
         d=p["d"],
@@ -60,6 +65,7 @@ def simulate_point(p: Mapping[str, Any], seed: np.random.SeedSequence) -> Occupa
         seed=seed,
         batches=p["batches"],
         replace=p["replace"],
+        needed=needed,
     )
 
 

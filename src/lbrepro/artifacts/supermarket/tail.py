@@ -28,7 +28,7 @@ from lbrepro.core.ids import add_point, num
 from lbrepro.core.io import select
 from lbrepro.core.rows import estimate_row
 from lbrepro.core.stats import Estimate
-from lbrepro.core.verdicts import EmptyComparisonError, agrees, estimate
+from lbrepro.core.verdicts import EmptyComparisonError, Verdict, agrees, estimate
 from lbrepro.judging.tails import (
     NOTCH,
     TAIL_SERVERS,
@@ -43,6 +43,7 @@ from lbrepro.judging.tails import (
 from lbrepro.models import supermarket as model
 from lbrepro.plotting.intervals import legend, loglog_interval, simulated
 from lbrepro.plotting.style import METHOD_STYLE, color, new_figure
+from lbrepro.sim.occupancy import OccupancySimResult
 
 #: Levels compared with a reference: u_1 .. u_KMAX.
 KMAX = 4
@@ -94,7 +95,9 @@ def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
         r | params | {"quantity": "u_neighbour", "rho_neighbour": rho2}
         for r in _tail_rows("cf", near, kmax)
     ]
-    sim = simulate_point(p, seed)
+    # The run doubles until its claims are decided (within simulation.extend and the event
+    # budget): judged on the run so far exactly as check() judges the final one.
+    sim = simulate_point(p, seed, needed=lambda so_far: _length_needed(rows, so_far, rho, d, kmax))
     for k in range(kmax + 1):
         inside = k < len(sim.u_all)
         rows.append(
@@ -114,6 +117,25 @@ def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
         rows.append(params | {"method": method, "quantity": "mean_jobs", "value": value})
     rows.append(params | mean_jobs_row(sim, seed))
     return rows
+
+
+def _length_needed(rows: Rows, sim: OccupancySimResult, rho: float, d: int, kmax: int) -> float:
+    """The run-length factor that would decide the claims on the run ``sim`` of (ρ, d): the
+    limit claim's and (d ≥ 2) the tail claim's, from the exact rows ``rows`` of the point."""
+    u = {
+        k: sim.estimate("u_all", k) if k < len(sim.u_all) else sim.unreached()
+        for k in range(kmax + 1)
+    }
+    measured = sim.horizon - sim.warmup_used
+    verdicts = []
+    for verdict in (_limit_verdict, _tail_verdict):
+        if verdict is _tail_verdict and d < 2:
+            continue
+        try:
+            verdicts.append(verdict(rows, u, rho, d, sim.N, measured)[0])
+        except EmptyComparisonError:  # nothing the run resolves yet: no length is promised
+            return math.inf
+    return max(v.length_needed for v in verdicts)
 
 
 def _simulated_tail(rows: Rows, rho: float, d: int) -> dict[int, Estimate]:
@@ -160,6 +182,39 @@ def _work_conservation(rows: Rows, rho: float, d: int) -> Claim:
     )
 
 
+def _limit_verdict(
+    rows: Rows, sim: Mapping[int, Estimate], rho: float, d: int, N: int, T: float
+) -> tuple[Verdict, Verdict, dict[str, Any]]:
+    """The limit claim's verdict and its control's on the simulated u_k ``sim`` (N servers,
+    measured time T), with what the claim states about them."""
+    cf, mf, rmf = (_reference_tail(rows, m, rho, d) for m in ("cf", "mf", "rmf"))
+    ref = {k: cf[k] + rmf[k] - mf[k] for k in cf}  # closed form + V_k/N
+    ks = limit_levels(ref, N)
+    if not ks:
+        raise EmptyComparisonError(f"ρ = {rho:g}, d = {d}: no level u_2.. held by 10 servers")
+    near = select(rows, method="cf", quantity="u_neighbour", rho=rho, d=d)
+    alt = {r["k"]: float(r["value"]) for r in near}
+    alt_u = {k: alt.get(k, 0.0) + rmf[k] - mf[k] for k in ks}
+    est = [sim[k] for k in ks]
+    margins = [fraction_margin(ref[k], N, T) for k in ks]
+    labels = [f"u_{k}" for k in ks]
+    facts = {
+        "ks": ks,
+        "rho_neighbour": near[0]["rho_neighbour"],
+        "far": max(abs(alt_u[k] - ref[k]) / m for k, m in zip(ks, margins, strict=True)),
+        "offsets": ", ".join(
+            f"u_{k}: sim − cf = {sim[k].mean - cf[k]:+.2e} ± {sim[k].half_width:.1e} vs "
+            f"V_k/N = {rmf[k] - mf[k]:+.2e}"
+            for k in ks
+        ),
+    }
+    return (
+        agrees(est, [ref[k] for k in ks], margin=margins, labels=labels),
+        agrees(est, [alt_u[k] for k in ks], margin=margins, labels=labels),
+        facts,
+    )
+
+
 def _limit_claim(rows: Rows, rho: float, d: int) -> Claim:
     """The closed form as the N → ∞ limit of u_2..u_4, judged at N through its 1/N correction.
 
@@ -169,39 +224,46 @@ def _limit_claim(rows: Rows, rho: float, d: int) -> Claim:
     the default 2% agreement margin (at least the run's resolution 1/(N·T)). The control is
     the closed form at the neighbouring load plus the same V_k/N.
     """
-    sim = _simulated_tail(rows, rho, d)
     N, T = _run_facts(rows, rho, d)
-    cf, mf, rmf = (_reference_tail(rows, m, rho, d) for m in ("cf", "mf", "rmf"))
-    ref = {k: cf[k] + rmf[k] - mf[k] for k in cf}  # closed form + V_k/N
-    ks = limit_levels(ref, N)
-    if not ks:
-        raise EmptyComparisonError(f"ρ = {rho:g}, d = {d}: no level u_2.. held by 10 servers")
-    near = select(rows, method="cf", quantity="u_neighbour", rho=rho, d=d)
-    rho2 = near[0]["rho_neighbour"]
-    alt = {r["k"]: float(r["value"]) for r in near}
-    alt_u = {k: alt.get(k, 0.0) + rmf[k] - mf[k] for k in ks}
-    est = [sim[k] for k in ks]
-    margins = [fraction_margin(ref[k], N, T) for k in ks]
-    labels = [f"u_{k}" for k in ks]
-    far = max(abs(alt_u[k] - ref[k]) / m for k, m in zip(ks, margins, strict=True))
-    offsets = ", ".join(
-        f"u_{k}: sim − cf = {sim[k].mean - cf[k]:+.2e} ± {sim[k].half_width:.1e} vs V_k/N = "
-        f"{rmf[k] - mf[k]:+.2e}"
-        for k in ks
-    )
+    verdict, control, facts = _limit_verdict(rows, _simulated_tail(rows, rho, d), rho, d, N, T)
+    rho2 = facts["rho_neighbour"]
     return make_claim(
         f"ρ = {rho:g}, d = {d}: the closed form ρ^((d^k−1)/(d−1)) is the N → ∞ limit of "
-        f"u_k — the simulation at N = {N} agrees with it (2% margin, u_2..u_{ks[-1]}) once "
-        "its 1/N correction V_k/N (refined mean field) is added",
-        agrees(est, [ref[k] for k in ks], margin=margins, labels=labels),
+        f"u_k — the simulation at N = {N} agrees with it (2% margin, u_2..u_{facts['ks'][-1]}) "
+        "once its 1/N correction V_k/N (refined mean field) is added",
+        verdict,
         control=(
             f"the closed form at the neighbouring load ρ = {rho2:g}, plus the same V_k/N",
-            agrees(est, [alt_u[k] for k in ks], margin=margins, labels=labels),
+            control,
         ),
-        distance=f"ρ − {rho - rho2:.2g}: up to {far:.1f} margins from the prediction "
+        distance=f"ρ − {rho - rho2:.2g}: up to {facts['far']:.1f} margins from the prediction "
         f"(at the level farthest off)",
-        details=f"the O(1/N) offset: {offsets}",
+        details=f"the O(1/N) offset: {facts['offsets']}",
         runs=[run_label(rho, d)],
+    )
+
+
+def _tail_verdict(
+    rows: Rows, sim: Mapping[int, Estimate], rho: float, d: int, N: int, T: float
+) -> tuple[Verdict, Verdict, dict[str, Any]]:
+    """The tail claim's verdict and its control's on the simulated u_k ``sim`` (N servers),
+    first moved to N → ∞ by −V_k/N, with what the claim states about them."""
+    limit = _moved_to_limit(rows, sim, rho, d)
+    levels, _, sig = tail_fit(limit, N)
+    s_d = doubly_exponential_slope(levels, d, sig)
+    margin = slope_margin(s_d)
+    s_near = s_d - NOTCH * margin
+    facts = {
+        "levels": levels,
+        "s_d": s_d,
+        "s_near": s_near,
+        "margin": margin,
+        "base_half_below": (s_d - doubly_exponential_slope(levels, d - 0.5, sig)) / margin,
+    }
+    return (
+        tail_shape(limit, N, s_d, margin, what=f"closed form, base d = {d}"),
+        tail_shape(limit, N, s_near, margin, what="one notch slower"),
+        facts,
     )
 
 
@@ -214,36 +276,30 @@ def _tail_claim(rows: Rows, rho: float, d: int) -> Claim:
     log d at finite depth) within the default 2% margin; the control is the near miss, a
     slope NOTCH = 3 margins lower (a doubly exponential rate one notch slower).
     """
-    N, _ = _run_facts(rows, rho, d)
-    sim = _to_limit(rows, rho, d)
-    levels, _, sig = tail_fit(sim, N)
-    s_d = doubly_exponential_slope(levels, d, sig)
-    margin = slope_margin(s_d)
-    s_near = s_d - NOTCH * margin
+    N, T = _run_facts(rows, rho, d)
+    verdict, control, f = _tail_verdict(rows, _simulated_tail(rows, rho, d), rho, d, N, T)
     return make_claim(
         f"ρ = {rho:g}, d = {d}: the tail decays doubly exponentially with rate log d — "
         "the slope of log(−log u_k) agrees with the closed form's at the same levels "
         f"(simulation at N = {N}, moved to N → ∞ by −V_k/N)",
-        tail_shape(sim, N, s_d, margin, what=f"closed form, base d = {d}"),
+        verdict,
         control=(
             f"a doubly exponential rate one notch slower: the closed form's slope lowered by "
-            f"{NOTCH:g} margins ({s_near:.4f})",
-            tail_shape(sim, N, s_near, margin, what="one notch slower"),
+            f"{NOTCH:g} margins ({f['s_near']:.4f})",
+            control,
         ),
-        distance=f"slope {s_near:.4f} vs {s_d:.4f} at levels {levels}: {NOTCH:g} margins "
-        f"(2% of the slope, {margin:.3g}); log d = {math.log(d):.3f}; the closed form of base "
-        f"d − ½ would be {(s_d - doubly_exponential_slope(levels, d - 0.5, sig)) / margin:.1f}"
-        " margins away",
+        distance=f"slope {f['s_near']:.4f} vs {f['s_d']:.4f} at levels {f['levels']}: "
+        f"{NOTCH:g} margins (2% of the slope, {f['margin']:.3g}); log d = {math.log(d):.3f}; "
+        f"the closed form of base d − ½ would be {f['base_half_below']:.1f} margins away",
         details="simulated u_k − V_k/N",
         runs=[run_label(rho, d)],
     )
 
 
-def _to_limit(rows: Rows, rho: float, d: int) -> dict[int, Estimate]:
+def _moved_to_limit(
+    rows: Rows, sim: Mapping[int, Estimate], rho: float, d: int
+) -> dict[int, Estimate]:
     """Simulated u_k minus their refined-mean-field offset V_k/N: estimates of the limit."""
-    sim = _simulated_tail(rows, rho, d)
-    if not sim:
-        return {}
     mf, rmf = _reference_tail(rows, "mf", rho, d), _reference_tail(rows, "rmf", rho, d)
     out = {}
     for k, e in sim.items():

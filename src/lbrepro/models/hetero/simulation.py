@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -41,6 +42,7 @@ def simulate(
     chaos: bool = False,
     beyond_stability: bool = False,
     progress: bool = False,
+    needed: Callable[[OccupancySimResult], float] | None = None,
 ) -> OccupancySimResult:
     """Simulate one policy with N servers in total (thin call into the occupancy kernel).
 
@@ -50,7 +52,8 @@ def simulate(
     transient), ``"empty"`` starts empty; the warm-up is discarded either way. Loads outside
     the policy's stability region are refused unless ``beyond_stability`` (used to *show*
     instability: the run is then finite, started empty, and the kernel's level cap stops a
-    runaway queue with UnstableError); λ ≥ μΣγC is always refused.
+    runaway queue with UnstableError); λ ≥ μΣγC is always refused. ``needed``: the run
+    doubles until the claims it serves are decided (``simulate_occupancy``).
     """
     system = check_system(system)
     lam = check_lam(lam)
@@ -88,5 +91,6 @@ def simulate(
         policy=policy,
         split=p if policy == "typed" else None,
         chaos=chaos,
+        needed=needed,
         progress=progress,
     )
