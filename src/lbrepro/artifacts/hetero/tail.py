@@ -35,9 +35,11 @@ from lbrepro.artifacts.registry import Artifact, Rows
 from lbrepro.core.claims import Claim, make_claim
 from lbrepro.core.io import select
 from lbrepro.core.rows import estimate_row
+from lbrepro.core.verdicts import EmptyComparisonError
 from lbrepro.models import hetero as model
 from lbrepro.plotting.intervals import legend, simulated
 from lbrepro.plotting.style import METHOD_STYLE, color, new_figure
+from lbrepro.sim.occupancy import OccupancySimResult
 
 
 def validate(cfg: Mapping[str, Any]) -> None:
@@ -68,7 +70,11 @@ def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
-    """Mean-field, refined and neighbouring-load tails, the log-space deep tail, a simulation."""
+    """Mean-field, refined and neighbouring-load tails, the log-space deep tail, a simulation.
+
+    The simulation doubles until the claims on it are decided (within simulation.extend):
+    judged on the run so far exactly as :func:`check` judges the final one.
+    """
     system = system_from_spec(p["spec"])
     lam = p["rho"] * system.total_capacity
     rmf = model.refined(system, lam, p["policy"])
@@ -76,20 +82,11 @@ def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
     # The controls' prediction: the same expansion at the neighbouring load.
     near = model.refined(system, (p["rho"] - NEIGHBOUR_DRHO) * system.total_capacity, p["policy"])
     deep = model.log_tail(system, lam, p["policy"], levels=p["deep_levels"])
-    sim = model.simulate(
-        system,
-        lam,
-        policy=p["policy"],
-        N=p["N"],
-        horizon=p["horizon"],
-        warmup=p["warmup"],
-        seed=seed,
-        batches=p["batches"],
-    )
     base = {"system": p["system"], "policy": p["policy"], "rho": p["rho"]}
-    rows: Rows = []
+    exact: list[Rows] = []
     for j in range(system.num_types):
         t = {"type": j, "capacity": system.capacity[j]}
+        rows: Rows = []
         for k, value in enumerate(mf.u[j]):
             rows.append(base | t | {"method": "mf", "quantity": "u", "k": k, "value": float(value)})
         for k, (u, v) in enumerate(zip(mf.u[j][: p["kmax"] + 1], rmf.V[j], strict=False)):
@@ -116,19 +113,58 @@ def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
             )
         for k, value in enumerate(deep.log_u[j]):
             rows.append(base | t | {"method": "mf", "quantity": "log_u", "k": k, "value": value})
-        for k in range(min(len(sim.u[j]), p["kmax"] + 1)):
-            rows.append(
+        exact.append(rows)
+
+    def sim_rows_of(sim: OccupancySimResult) -> list[Rows]:
+        """The simulated u⁽ʲ⁾_k rows of each type."""
+        return [
+            [
                 base
-                | t
+                | {"type": j, "capacity": system.capacity[j]}
                 | {
                     "method": "sim",
                     "quantity": "u",
                     "k": k,
                     **estimate_row(sim.estimate("u", j, k), seed=seed.entropy),
                 }
-            )
-    rows.append(base | busy_capacity_row(sim, system, seed))
-    return rows
+                for k in range(min(len(sim.u[j]), p["kmax"] + 1))
+            ]
+            for j in range(system.num_types)
+        ]
+
+    def needed(so_far: OccupancySimResult) -> float:
+        rows = [r for part in exact for r in part] + [r for s in sim_rows_of(so_far) for r in s]
+        return _length_needed(rows, p)
+
+    sim = model.simulate(
+        system,
+        lam,
+        policy=p["policy"],
+        N=p["N"],
+        horizon=p["horizon"],
+        warmup=p["warmup"],
+        seed=seed,
+        batches=p["batches"],
+        needed=needed,
+    )
+    out: Rows = []
+    for exact_rows, sim_rows in zip(exact, sim_rows_of(sim), strict=True):
+        out += exact_rows + sim_rows
+    out.append(base | busy_capacity_row(sim, system, seed))
+    return out
+
+
+def _length_needed(rows: Rows, p: Mapping[str, Any]) -> float:
+    """The run-length factor that would decide the verdicts on one (system, scheme) run:
+    the doubly exponential tail and the finite-N offset, from the point's rows so far."""
+    cfg = {"systems": [p["spec"]], "N": p["N"], "rho": p["rho"]}
+    name, policy = p["system"], p["policy"]
+    try:
+        growth, _ = doubly_exponential(rows, cfg, name, policy)
+        offset, _ = tail_agrees(rows, cfg, name, policy, "rmf", "u")
+    except EmptyComparisonError:  # no level resolved yet: no length is promised
+        return math.inf
+    return max(growth.length_needed, offset.length_needed)
 
 
 def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
