@@ -1,7 +1,7 @@
 """A check reads only its table: every number it compares, a control's prediction included, is
 written by the artifact's ``compute`` (issue 20). Found by reading the source: the names a
-module binds to ``lbrepro.models`` and whether its ``check`` — or a function of the module it
-calls, transitively — uses one.
+module binds to a model, a simulator or a mean-field solver (:data:`COMPUTING`) and whether
+its ``check`` — or a function of the module it calls, transitively — uses one.
 
 Not every artifact is there yet. ``CALLS_A_MODEL`` lists those whose checks still call a model;
 the test fails when another artifact's check starts to, and when a listed one stops (then it
@@ -14,6 +14,9 @@ import ast
 import inspect
 
 from lbrepro.artifacts import registry
+
+#: The packages that compute what a table holds: a check calls none of them.
+COMPUTING = ("lbrepro.models", "lbrepro.sim", "lbrepro.meanfield")
 
 #: Checks that still call a model (to move into their compute): shrinks, never grows.
 CALLS_A_MODEL = {
@@ -37,7 +40,7 @@ CALLS_A_MODEL = {
 
 def model_calls(check) -> list[tuple[str, str]]:
     """(function, name) pairs where ``check`` or a module function it reaches uses a name
-    bound to an ``lbrepro.models`` import."""
+    bound to an import from :data:`COMPUTING`."""
     return model_calls_in(inspect.getsource(inspect.getmodule(check)), check.__name__)
 
 
@@ -46,15 +49,17 @@ def model_calls_in(source: str, entry: str) -> list[tuple[str, str]]:
     tree = ast.parse(source)
     bound = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("lbrepro.models"):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(COMPUTING):
             bound |= {alias.asname or alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module == "lbrepro":
-            bound |= {a.asname or a.name for a in node.names if a.name == "models"}
+            bound |= {
+                a.asname or a.name for a in node.names if f"lbrepro.{a.name}" in COMPUTING
+            }
         elif isinstance(node, ast.Import):
             bound |= {
                 alias.asname or alias.name
                 for alias in node.names
-                if alias.name.startswith("lbrepro.models")
+                if alias.name.startswith(COMPUTING)
             }
     functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
     seen, todo, hits = set(), [entry], []

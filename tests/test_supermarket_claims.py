@@ -19,9 +19,9 @@ from lbrepro.core.claims import (
 )
 from lbrepro.core.stats import Estimate
 from lbrepro.core.verdicts import EmptyComparisonError
+from lbrepro.judging.neighbours import neighbour_load
 from lbrepro.judging.tails import (
     doubly_exponential_slope,
-    neighbour_load,
     resolution,
     tail_fit,
     tail_levels,

@@ -3,8 +3,8 @@
 The levels a tail fit may use, the slope of log(−log u_k) with its three-outcome shape test,
 the near-miss tails it is judged against (a doubly exponential tail one notch slower, base
 d − ½; the geometric tail for "doubly exponential at all"), the resolution floor of a
-time-averaged fraction's margin, work conservation (u₁ = ρ) as a diagnostic, and the
-neighbouring load of a closed-form control.
+time-averaged fraction's margin, and work conservation (u₁ = ρ) as a
+diagnostic. The neighbouring load of a control is :mod:`lbrepro.judging.neighbours`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from lbrepro.core.verdicts import (
 )
 
 __all__ = [
-    "NEIGHBOUR",
     "NOTCH",
     "TAIL_LEVELS",
     "TAIL_SERVERS",
@@ -35,7 +34,6 @@ __all__ = [
     "covers",
     "doubly_exponential_slope",
     "fraction_margin",
-    "neighbour_load",
     "resolution",
     "slope_margin",
     "tail_fit",
@@ -209,12 +207,3 @@ def tail_shape(
         + ", ".join(f"{u[k].mean:.4g}±{u[k].half_width:.1g}" for k in levels),
         estimates=[u[k] for k in levels],
     )
-
-
-#: The load offset of a closed-form control.
-NEIGHBOUR = 0.02
-
-
-def neighbour_load(rho: float) -> float:
-    """The neighbouring load of a control: ρ − 0.02 (ρ + 0.02 if that is not a load)."""
-    return rho - NEIGHBOUR if rho - NEIGHBOUR > 0 else rho + NEIGHBOUR

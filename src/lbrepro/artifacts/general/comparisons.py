@@ -21,7 +21,8 @@ from lbrepro.core.verdicts import (
     agrees,
     estimate,
 )
-from lbrepro.judging.tails import NEIGHBOUR, covers, resolution
+from lbrepro.judging.neighbours import NEIGHBOUR
+from lbrepro.judging.tails import covers, resolution
 from lbrepro.models import general as model
 from lbrepro.models import service
 

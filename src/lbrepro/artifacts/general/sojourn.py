@@ -27,7 +27,7 @@ from lbrepro.artifacts.registry import Artifact, Rows
 from lbrepro.core.claims import Claim, close, make_claim
 from lbrepro.core.io import select
 from lbrepro.core.verdicts import AGREEMENT
-from lbrepro.judging.tails import neighbour_load
+from lbrepro.judging.neighbours import neighbour_load
 from lbrepro.models import general as model
 from lbrepro.models import service
 from lbrepro.plotting.intervals import legend, simulated

@@ -34,11 +34,11 @@ from lbrepro.core.ids import add_point
 from lbrepro.core.io import select
 from lbrepro.core.stats import Estimate
 from lbrepro.core.verdicts import EmptyComparisonError, agrees, estimate, fit_slope
+from lbrepro.judging.neighbours import neighbour_load
 from lbrepro.judging.tails import (
     NOTCH,
     doubly_exponential_slope,
     fraction_margin,
-    neighbour_load,
     slope_margin,
     tail_fit,
     tail_levels,

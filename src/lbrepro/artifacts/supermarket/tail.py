@@ -29,12 +29,12 @@ from lbrepro.core.io import select
 from lbrepro.core.rows import estimate_row
 from lbrepro.core.stats import Estimate
 from lbrepro.core.verdicts import EmptyComparisonError, Verdict, agrees, estimate
+from lbrepro.judging.neighbours import neighbour_load
 from lbrepro.judging.tails import (
     NOTCH,
     TAIL_SERVERS,
     doubly_exponential_slope,
     fraction_margin,
-    neighbour_load,
     slope_margin,
     tail_fit,
     tail_shape,
