@@ -52,9 +52,7 @@ def model_calls_in(source: str, entry: str) -> list[tuple[str, str]]:
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(COMPUTING):
             bound |= {alias.asname or alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module == "lbrepro":
-            bound |= {
-                a.asname or a.name for a in node.names if f"lbrepro.{a.name}" in COMPUTING
-            }
+            bound |= {a.asname or a.name for a in node.names if f"lbrepro.{a.name}" in COMPUTING}
         elif isinstance(node, ast.Import):
             bound |= {
                 alias.asname or alias.name
