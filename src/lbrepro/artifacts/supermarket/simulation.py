@@ -20,12 +20,24 @@ from lbrepro.sim.occupancy import EVENTS_PER_SECOND, OccupancySimResult
 SINGLE_CHOICE_SLOWDOWN = 4.0
 
 __all__ = [
+    "SERVICE_RATE",
+    "arrival_rate",
     "check_stable",
     "mean_jobs_row",
     "simulate_point",
     "simulation_cost",
     "simulation_memory",
 ]
+
+
+#: The service rate of every server in this paper's artifacts. The config gives loads ρ; the
+#: model takes the arrival rate per server λ = ρμ — converted here, in one place.
+SERVICE_RATE = 1.0
+
+
+def arrival_rate(rho: float) -> float:
+    """The arrival rate per server λ = ρμ of a load ρ (μ = :data:`SERVICE_RATE`)."""
+    return rho * SERVICE_RATE
 
 
 def check_stable(key: str, rho: float) -> None:
@@ -57,7 +69,7 @@ def simulate_point(
     """Simulate one point's (ρ, d, N) with its horizon, warm-up, batches and sampling rule;
     ``needed``: doubled until the claims it serves are decided (simulation.extend)."""
     return model.simulate(
-        lam=p["rho"],
+        lam=arrival_rate(p["rho"]),
         d=p["d"],
         N=p["N"],
         horizon=p["horizon"],

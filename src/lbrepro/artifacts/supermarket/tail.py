@@ -16,6 +16,7 @@ import numpy as np
 
 from lbrepro.artifacts.registry import Artifact, Rows
 from lbrepro.artifacts.supermarket.simulation import (
+    arrival_rate,
     check_stable,
     mean_jobs_row,
     simulate_point,
@@ -28,10 +29,12 @@ from lbrepro.core.ids import add_point, num
 from lbrepro.core.io import select
 from lbrepro.core.rows import estimate_row
 from lbrepro.core.stats import Estimate
-from lbrepro.core.verdicts import EmptyComparisonError, Verdict, agrees, estimate
-from lbrepro.judging.neighbours import neighbour_load
+from lbrepro.core.verdicts import AGREEMENT, EmptyComparisonError, Verdict, agrees, estimate
+from lbrepro.judging.neighbours import NEIGHBOUR, neighbour_load
 from lbrepro.judging.tails import (
+    DIAGNOSTIC_LEVEL,
     NOTCH,
+    TAIL_LEVELS,
     TAIL_SERVERS,
     doubly_exponential_slope,
     fraction_margin,
@@ -52,8 +55,8 @@ KMAX = 4
 def validate(cfg: Mapping[str, Any]) -> None:
     """Refuse unstable loads and a warm-up as long as the horizon, naming the key."""
     for i, rho in enumerate(cfg["rho"]):
-        check_stable(f"supermarket-tail.rho[{i}]", rho)
-    check_warmup("supermarket-tail.warmup", cfg["warmup"], cfg["horizon"])
+        check_stable(f"rho[{i}]", rho)
+    check_warmup("warmup", cfg["warmup"], cfg["horizon"])
 
 
 def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -80,9 +83,9 @@ def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
     """Closed form, mean field, refined mean field and one simulation of a point's tail."""
     rho, d, N, kmax = p["rho"], p["d"], p["N"], p["kmax"]
     params = {"rho": rho, "d": d}
-    cf = model.fixed_point_closed_form(rho, d)
-    mf = model.fixed_point(rho, d)
-    rmf = model.refined(rho, d)
+    cf = model.fixed_point_closed_form(arrival_rate(rho), d)
+    mf = model.fixed_point(arrival_rate(rho), d)
+    rmf = model.refined(arrival_rate(rho), d)
     rows: Rows = []
     rows += [r | params for r in _tail_rows("cf", cf, kmax)]
     rows += [r | params for r in _tail_rows("mf", mf.u, kmax)]
@@ -90,7 +93,7 @@ def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
     # The limit claim's control: the closed form at the neighbouring load, written here so
     # the check reads only its table.
     rho2 = neighbour_load(rho)
-    near = model.fixed_point_closed_form(rho2, d)
+    near = model.fixed_point_closed_form(arrival_rate(rho2), d)
     rows += [
         r | params | {"quantity": "u_neighbour", "rho_neighbour": rho2}
         for r in _tail_rows("cf", near, kmax)
@@ -461,25 +464,26 @@ ARTIFACT = Artifact(
         "mean field.",
         "Claim rules (ours): the closed form is an N → ∞ statement, so it is judged against "
         "the simulation at N after adding its 1/N correction V_k/N from the refined mean "
-        "field (u_k + V_k/N is exact at this N up to O(1/N²)). Levels u_2..u_4 held by at "
-        "least 10 servers on average (chosen from the reference, the same at every seed) "
-        "must agree within the default 2% relative margin (docs/methods.md; at least the "
-        "resolution 1/(N·T) of a time-averaged fraction): equivalence, two one-sided tests "
-        "on the Bonferroni-widened 95% CIs. The measured offset sim − cf is shown beside "
-        "V_k/N in the claim; the former comparison with the plain closed form at this N (a "
-        "'finite-N finding') is dropped — it was the same statistic with the offset left "
-        "in. Control: the closed form at the neighbouring load ρ − 0.02 plus the same "
-        "V_k/N, its distance stated in margins.",
+        f"field (u_k + V_k/N is exact at this N up to O(1/N²)). Levels u_2..u_{KMAX} held by "
+        f"at least {TAIL_SERVERS:g} servers on average (chosen from the reference, the same at "
+        f"every seed) must agree within the default {AGREEMENT:.0%} relative margin "
+        "(docs/methods.md; at least the resolution 1/(N·T) of a time-averaged fraction): "
+        "equivalence, two one-sided tests on the Bonferroni-widened 95% CIs. The measured "
+        "offset sim − cf is shown beside V_k/N in the claim; the former comparison with the "
+        "plain closed form at this N (a 'finite-N finding') is dropped — it was the same "
+        "statistic with the offset left in. Control: the closed form at the neighbouring load "
+        f"ρ − {NEIGHBOUR:g} plus the same V_k/N, its distance stated in margins.",
         "u_1 = ρ holds exactly by work conservation at every N, so it is not a tested level: "
-        "it is a diagnostic per run (the 95% interval rescaled to 99.9% must cover ρ, and "
-        "the run must have converged); a failure makes every verdict on that run undecided "
-        "(invalid run).",
+        f"it is a diagnostic per run (the 95% interval rescaled to {DIAGNOSTIC_LEVEL:.1%} must "
+        "cover ρ, and the run must have converged); a failure makes every verdict on that run "
+        "undecided (invalid run).",
         "Doubly exponential tail with rate log d (ours): the slope of log(−log u_k), weighted "
-        "least squares over the deepest 3 levels held by ≥ 10 servers on average, must agree "
-        "with the closed form's slope at the same levels and weights (which exceeds log d at "
-        "finite depth) within the default 2% relative margin; the control is the near miss, "
-        "a doubly exponential rate one notch slower — the slope lowered by 3 margins. The "
-        "geometric tail (d = 1) is not used: it is far from the claim. The simulated u_k "
-        "enter the fit minus their refined-mean-field offset V_k/N.",
+        f"least squares over the deepest {TAIL_LEVELS} levels held by ≥ {TAIL_SERVERS:g} servers "
+        "on average, must agree with the closed form's slope at the same levels and weights "
+        f"(which exceeds log d at finite depth) within the default {AGREEMENT:.0%} relative "
+        "margin; the control is the near miss, a doubly exponential rate one notch slower — "
+        f"the slope lowered by {NOTCH:g} margins. The geometric tail (d = 1) is not used: it is "
+        "far from the claim. The simulated u_k enter the fit minus their refined-mean-field "
+        "offset V_k/N.",
     ),
 )
