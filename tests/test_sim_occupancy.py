@@ -21,8 +21,9 @@ from scipy import stats
 
 from lbrepro.core.errors import ConfigError, UnstableError
 from lbrepro.core.rng import stream
-from lbrepro.sim import estimates, occupancy, occupancy_kernel
+from lbrepro.sim import estimates, occupancy, occupancy_kernel, runlength
 from lbrepro.sim.occupancy import OccupancySimResult, simulate_occupancy
+from lbrepro.sim.runlength import MIN_RELAXATIONS, relaxation_time
 
 
 def widen(n_compared: int, batches: int = 20, family_error: float = 1e-3) -> float:
@@ -405,7 +406,7 @@ def test_initial_state_is_used():
 
 
 def test_progress_bar_goes_to_stderr(capsys):
-    small_run(progress=True, batches=4)
+    small_run(progress=True, batches=4, extend=0)  # no doubling: the bar's total is the run
     captured = capsys.readouterr()
     assert captured.out == ""
     # One tick per micro-batch (the kernel returns after each; see lbrepro.sim.runlength).
@@ -481,3 +482,33 @@ def test_level_search_finds_the_last_level_meeting_the_threshold(top):
         threshold = float(rng.uniform(0.5, row[lo]))
         expected = max(k for k in range(lo, top + 2) if row[k] >= threshold)
         assert occupancy_kernel.last_level_at_least(row, threshold, lo, top) == expected
+
+
+def test_relaxation_time_is_the_mm1_one_scaled_by_the_service_variability():
+    # M/M/1: 1/(μ(1 − √ρ)²); at ρ = 0.99 about 4·10⁴ mean service times.
+    assert relaxation_time(0.99) == pytest.approx(1 / (1 - 0.99**0.5) ** 2)
+    assert relaxation_time(0.99) == pytest.approx(39_800, rel=1e-3)
+    assert relaxation_time(0.5, service_rate=2.0) == pytest.approx(relaxation_time(0.5) / 2)
+    # Deterministic service halves it, c_s² = 3 doubles it, infinite variance never relaxes.
+    assert relaxation_time(0.9, scv=0.0) == pytest.approx(relaxation_time(0.9) / 2)
+    assert relaxation_time(0.9, scv=3.0) == pytest.approx(2 * relaxation_time(0.9))
+    assert relaxation_time(0.9, scv=math.inf) == math.inf
+    assert relaxation_time(1.0) == math.inf
+
+
+def test_a_run_short_of_its_relaxation_times_is_not_converged(monkeypatch):
+    """M/M/1 at ρ = 0.99 over 4·10⁶ (about 100 relaxation times, < MIN_RELAXATIONS): at this
+    seed its batch means pass the independence test (the floor set to 0 shows it), yet the
+    run is not converged; a run spanning the relaxation times it needs may be."""
+    mm1 = {"lam": 0.99, "N": 1, "d": 1, "horizon": 4e6, "warmup": 1e4, "seed": 6, "extend": 0}
+    short = simulate_occupancy(**mm1)
+    assert short.horizon - short.warmup_used < MIN_RELAXATIONS * relaxation_time(0.99)
+    assert short.converged is False
+    assert short.estimate("mean_jobs").converged is False
+    monkeypatch.setattr(runlength, "MIN_RELAXATIONS", 0.0)
+    assert simulate_occupancy(**mm1).converged is True  # what the batch test alone says
+    monkeypatch.undo()
+    # ρ = 0.5 on 20 servers: 20 × 5·10³ / 11.7 ≈ 8500 relaxation times.
+    long = simulate_occupancy(lam=0.5, N=20, d=1, horizon=5e3, warmup=100, seed=4, extend=0)
+    assert 20 * (long.horizon - long.warmup_used) > MIN_RELAXATIONS * relaxation_time(0.5)
+    assert long.converged is True

@@ -36,7 +36,7 @@ from lbrepro.core.errors import ConfigError, UnstableError
 from lbrepro.core.rng import seed_sequence, xoshiro_state
 from lbrepro.sim.compilation import ensure_compiled
 from lbrepro.sim.estimates import EstimatesMixin
-from lbrepro.sim.runlength import RunLength, check_budget, run_micro_batches
+from lbrepro.sim.runlength import RunLength, check_budget, relaxation_time, run_micro_batches
 from lbrepro.sim.service_sampling import ServiceSampling, SupportsSampling, sample_service
 from lbrepro.sim.xoshiro import randint, uniform
 
@@ -417,5 +417,11 @@ def simulate_general(
         min_batches=batches,
         events_per_time=2.0 * lam_n,
         needed=None if needed is None else (lambda so_far: needed(result(so_far, math.nan))),
+        # The service's variability sets the relaxation time; a bare sampling table (no
+        # second moment) states none.
+        relaxation=None
+        if not hasattr(dist, "scv")
+        else relaxation_time(lam * sampling.mean, 1.0 / sampling.mean, dist.scv),
+        servers=N,
     )
     return result(run, time.perf_counter() - start)

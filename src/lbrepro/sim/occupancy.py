@@ -87,7 +87,13 @@ from lbrepro.sim.occupancy_start import (
     sample_from_tail,
     start_rng,
 )
-from lbrepro.sim.runlength import RunLength, check_budget, micro_count, run_micro_batches
+from lbrepro.sim.runlength import (
+    RunLength,
+    check_budget,
+    micro_count,
+    relaxation_time,
+    run_micro_batches,
+)
 
 __all__ = [
     "POLICIES",
@@ -341,8 +347,30 @@ def simulate_occupancy(
             extend=extend,
             rel_precision=rel_precision,
             needed=None if needed is None else (lambda so_far: needed(result(so_far, math.nan))),
+            relaxation=_relaxation(lam, mu, gamma_t, capacity_t, routing.split, capacity_total),
+            servers=N,
         )
     return result(run, time.perf_counter() - start)
+
+
+def _relaxation(
+    lam: float,
+    mu: float,
+    gamma: tuple[float, ...],
+    capacity: tuple[float, ...],
+    split: tuple[float, ...] | None,
+    capacity_total: float,
+) -> float:
+    """The relaxation time per server of a run (lbrepro.sim.runlength.MIN_RELAXATIONS): an
+    M/M/1 queue's at the system's load and mean capacity; under a static split, the slowest
+    type's, per server of the whole system (type j holds a fraction γ_j of the servers)."""
+    if split is None:
+        return relaxation_time(lam / capacity_total, capacity_total)
+    return max(
+        relaxation_time(lam * p / (mu * g * c), mu * c) / g
+        for p, g, c in zip(split, gamma, capacity, strict=True)
+        if p > 0
+    )
 
 
 class _MicroBatches:
