@@ -4,6 +4,7 @@ naming the argument, so a bad value reaches the user as one clear line."""
 from __future__ import annotations
 
 import math
+import numbers
 import operator
 from typing import Any
 
@@ -11,7 +12,16 @@ import numpy as np
 
 from lbrepro.core.errors import ConfigError
 
-__all__ = ["float_arg", "float_seq", "int_arg", "run_length"]
+__all__ = [
+    "check_stable_load",
+    "check_warmup",
+    "float_arg",
+    "float_seq",
+    "int_arg",
+    "positive_arg",
+    "run_length",
+    "sampled_servers",
+]
 
 
 def int_arg(name: str, value: Any, minimum: int) -> int:
@@ -38,6 +48,28 @@ def float_arg(name: str, value: Any) -> float:
     if not math.isfinite(out):
         raise ConfigError(name, f"must be finite, got {out}")
     return out
+
+
+def positive_arg(name: str, value: Any) -> float:
+    """A finite real number > 0 (a rate, a load, a time)."""
+    out = float_arg(name, value)
+    if out <= 0:
+        raise ConfigError(name, f"must be > 0, got {out}")
+    return out
+
+
+def sampled_servers(value: Any, name: str = "d") -> int:
+    """The number of servers an arrival samples: an integer ≥ 1, given as any real number
+    that is one (2.0 is 2; bools, 2.5 and infinities refused)."""
+    if (
+        isinstance(value, bool | np.bool_)
+        or not isinstance(value, numbers.Real)
+        or not math.isfinite(value)
+        or value != int(value)
+        or value < 1
+    ):
+        raise ConfigError(name, f"number of sampled servers must be an integer ≥ 1, got {value!r}")
+    return int(value)
 
 
 def float_seq(name: str, value: Any) -> tuple[float, ...]:

@@ -31,7 +31,7 @@ import numpy as np
 import scipy.sparse
 from scipy.integrate import solve_ivp
 
-from lbrepro.core.args import float_arg
+from lbrepro.core.args import float_arg, sampled_servers
 from lbrepro.core.equilibrium import solve_truncated
 from lbrepro.core.errors import ConfigError, ConvergenceError, UnstableError
 from lbrepro.meanfield.closed_forms import doubly_exponential_until
@@ -76,14 +76,7 @@ def _validate(lam: Any, d: Any, mu: Any) -> tuple[float, int, float]:
         raise ConfigError("mu", f"service rate must be a number > 0, got {mu!r}")
     if not math.isfinite(mu):
         raise ConfigError("mu", f"must be finite, got {mu!r}")
-    if (
-        isinstance(d, bool)
-        or not isinstance(d, numbers.Real)
-        or not math.isfinite(d)
-        or d != int(d)
-        or d < 1
-    ):
-        raise ConfigError("d", f"number of sampled servers must be an integer ≥ 1, got {d!r}")
+    d = sampled_servers(d)
     rho = float(lam) / float(mu)
     if rho >= 1.0:
         raise UnstableError(f"load rho={rho:g} >= 1: the supermarket model is unstable")

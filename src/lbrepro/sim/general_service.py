@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from lbrepro.core.args import float_arg, int_arg, run_length
+from lbrepro.core.args import int_arg, positive_arg, run_length
 from lbrepro.core.errors import ConfigError, UnstableError
 from lbrepro.core.rng import seed_sequence, xoshiro_state
 from lbrepro.sim.compilation import ensure_compiled
@@ -287,9 +287,7 @@ def simulate_general(
     sampling = dist if isinstance(dist, ServiceSampling) else getattr(dist, "sampling", None)
     if not isinstance(sampling, ServiceSampling):
         raise ConfigError("dist", f"must be a ServiceDist or a ServiceSampling, got {dist!r}")
-    lam = float_arg("lam", lam)
-    if lam <= 0:
-        raise ConfigError("lam", f"must be > 0, got {lam}")
+    lam = positive_arg("lam", lam)
     d = int_arg("d", d, 1)
     N = int_arg("N", N, 1)
     if N > _MAX_N:

@@ -58,7 +58,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from tqdm import tqdm
 
-from lbrepro.core.args import float_arg, int_arg, run_length
+from lbrepro.core.args import int_arg, positive_arg, run_length
 from lbrepro.core.errors import ConfigError, UnstableError
 from lbrepro.core.rng import seed_sequence, xoshiro_state
 from lbrepro.sim.compilation import ensure_compiled
@@ -224,12 +224,8 @@ def simulate_occupancy(
         runs are simulated and end either at the horizon or with this error.
     """
     code = policy_code(policy)
-    lam = float_arg("lam", lam)
-    if lam <= 0:
-        raise ConfigError("lam", f"must be > 0, got {lam}")
-    mu = float_arg("mu", mu)
-    if mu <= 0:
-        raise ConfigError("mu", f"must be > 0, got {mu}")
+    lam = positive_arg("lam", lam)
+    mu = positive_arg("mu", mu)
     N = int_arg("N", N, 1)
     if N > _MAX_N:
         raise ConfigError("N", f"must be < 2**32, got {N}")

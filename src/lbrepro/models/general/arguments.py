@@ -7,6 +7,7 @@ import math
 import numbers
 from typing import Any
 
+from lbrepro.core.args import sampled_servers
 from lbrepro.core.errors import ConfigError, UnstableError
 from lbrepro.models import service
 from lbrepro.models.service import ServiceDist
@@ -23,19 +24,6 @@ def service_dist(dist: Any) -> ServiceDist:
     if not math.isfinite(dist.mean):
         raise ConfigError("dist", "the service time has an infinite mean")
     return dist
-
-
-def sampled_servers(d: Any) -> int:
-    """The number d of servers sampled per job, an integer ≥ 1 (bools refused)."""
-    if (
-        isinstance(d, bool)
-        or not isinstance(d, numbers.Real)
-        or not math.isfinite(d)
-        or d != int(d)
-        or d < 1
-    ):
-        raise ConfigError("d", f"number of sampled servers must be an integer >= 1, got {d!r}")
-    return int(d)
 
 
 def validated(dist: Any, lam: Any, d: Any) -> tuple[ServiceDist, float, int]:

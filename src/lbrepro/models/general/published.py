@@ -10,8 +10,9 @@ from typing import Any
 import numpy as np
 from scipy import integrate
 
+from lbrepro.core.args import sampled_servers
 from lbrepro.meanfield.closed_forms import doubly_exponential_exponent
-from lbrepro.models.general.arguments import sampled_servers, service_dist, validated
+from lbrepro.models.general.arguments import service_dist, validated
 
 __all__ = ["mg1_mean_sojourn", "published_sojourn", "published_tail", "theta", "theta_closed_form"]
 
