@@ -62,17 +62,17 @@ def _fluid_families(cfg: Mapping[str, Any]) -> list[str]:
 
 def validate(cfg: Mapping[str, Any]) -> None:
     """Refuse an unstable load, bad families, no growing family, or an unsamplable control."""
-    check_stable_load("universality-fluid.lam", cfg["lam"])
-    validate_families("universality-fluid.d", cfg["d"], cfg["N"])
+    check_stable_load("lam", cfg["lam"])
+    validate_families("d", cfg["d"], cfg["N"])
     if not any(not is_fixed(str(f)) for f in cfg["d"]):
         raise ConfigError(
-            "universality-fluid.d",
+            "d",
             "needs a growing d(N) family (logN, sqrtN, …): the claim q₂ → 0 is about d(N) → ∞",
         )
     control = _control_d(cfg["N"])
     if control > min(cfg["N"]):
         raise ConfigError(
-            "universality-fluid.N",
+            "N",
             f"the control fixed d = ⌈log N⌉ = {control} at the largest N cannot be sampled "
             f"without replacement from the smallest N = {min(cfg['N'])}",
         )

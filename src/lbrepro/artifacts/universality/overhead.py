@@ -31,14 +31,14 @@ from lbrepro.plotting.style import color, new_figure
 
 def validate(cfg: Mapping[str, Any]) -> None:
     """Refuse an unstable load, a warm-up ≥ the horizon, or a grid without sqrtN and N."""
-    check_warmup("universality-overhead.warmup", cfg["warmup"], cfg["horizon"])
-    check_stable_load("universality-overhead.lam", cfg["lam"])
-    validate_families("universality-overhead.d", cfg["d"], [cfg["N"]])
+    check_warmup("warmup", cfg["warmup"], cfg["horizon"])
+    check_stable_load("lam", cfg["lam"])
+    validate_families("d", cfg["d"], [cfg["N"]])
     families = [str(f) for f in cfg["d"]]
     missing = [f for f in ("sqrtN", "N") if f not in families]
     if missing:
         raise ConfigError(
-            "universality-overhead.d",
+            "d",
             f"must include sqrtN and N (the claim compares ⌈√N⌉ with JSQ); missing "
             f"{', '.join(missing)}",
         )
