@@ -8,6 +8,7 @@ import math
 import pytest
 
 from lbrepro.artifacts.universality import diffusion, fluid, overhead
+from lbrepro.artifacts.universality.families import control_family, d_of, label, with_control
 from lbrepro.core.claims import DIAGNOSTIC, NOT_REPRODUCED, REPRODUCED, UNDECIDED, gate
 from lbrepro.core.errors import ConfigError
 from lbrepro.core.verdicts import EmptyComparisonError
@@ -55,22 +56,30 @@ def failing(claims, words):
 
 
 # --------------------------------------------------------------------------- fluid
-FLUID_CFG = {"lam": LAM, "N": [100, 1000, 10000], "d": [2, "sqrtN"], "batches": 20}
+FLUID_CFG = {
+    "lam": LAM,
+    "N": [100, 1000, 10000],
+    "d": [2, "sqrtN"],
+    "batches": 20,
+    "server_time": 1e6,
+    "warmup": 10,
+}
+
+
+def fluid_exact(cfg=FLUID_CFG):
+    """The exact rows every point of the sweep writes (d(N), fluid q₂ values), as compute."""
+    return [r for p in fluid.points(cfg).values() for r in fluid.exact_rows(p)]
 
 
 def fluid_rows(q2_of, q1=LAM):
-    """Sim and mean-field q2 rows of the sweep's families, q2_of(family, N) → (value, half)."""
-    rows = []
+    """The exact rows and sim q1, q2 rows of the sweep's families, q2_of(family, N) →
+    (value, half)."""
+    rows = fluid_exact()
     for family in fluid._fluid_families(FLUID_CFG):
         for N in FLUID_CFG["N"]:
             value, half = q2_of(family, N)
             rows.append(sim(family, N, "q2", value, half))
             rows.append(sim(family, N, "q1", q1, 0.002))
-            d = model.d_of_N(family, N)
-            rows.append(
-                {"method": "mf", "family": family, "N": N, "d": d, "quantity": "q2"}
-                | {"value": model.q2_fluid(LAM, d)}
-            )
     return rows
 
 
@@ -92,22 +101,43 @@ def test_fluid_control_family_is_the_largest_log_n():
     assert fluid._fluid_families(FLUID_CFG) == ["2", "sqrtN", "10"]
     assert fluid._fluid_families(FLUID_CFG | {"d": [10, "logN"]}) == ["10", "logN"]
     assert fluid._control_d([100, 1000, 10000, 100000]) == 12
-    points = fluid.points(FLUID_CFG | {"server_time": 1e6, "warmup": 10})
+    points = fluid.points(FLUID_CFG)
     assert {"d10-N100", "d10-N10000", "dsqrtN-N1000"} <= set(points)
+    # the control's points write its role: the check finds the control family in the table
+    assert {k for k, p in points.items() if p.get("control")} == {
+        "d10-N100",
+        "d10-N1000",
+        "d10-N10000",
+    }
+    assert control_family(fluid_exact()) == "10"
+    assert with_control(fluid_exact(), [10, "logN"]) == (["10", "logN"], "10")
 
 
 def test_fluid_judged_step_is_the_last_one_the_remainder_cannot_hide():
     full = [100, 1000, 10000, 100000]
+    cfg = FLUID_CFG | {"N": full, "d": ["logN", "sqrtN", "sqrtNlogN"]}
+    rows = fluid_exact(cfg)
     # ⌈log N⌉ = 5, 7, 10, 12: judged at 10⁵, where capped d = 10 predicts 0.314, d = 12 0.254
-    assert fluid.judged_step("logN", full, LAM) == 3
+    assert fluid.judged_step(rows, "logN", full) == 3
     # ⌈√N⌉ = 10, 32, 100, 317: λ^101 − λ^318 = 2.4e-5 < 10/10⁵, so judged at 10⁴
-    assert fluid.judged_step("sqrtN", full, LAM) == 2
+    assert fluid.judged_step(rows, "sqrtN", full) == 2
     # ⌈√N log N⌉ = 47, 219, …: every fluid drop is below the finite-N remainder
-    assert fluid.judged_step("sqrtNlogN", full, LAM) is None
+    assert fluid.judged_step(rows, "sqrtNlogN", full) is None
+
+
+def test_fluid_exact_rows_are_the_fluid_values_the_claims_compare():
+    rows = fluid.exact_rows({"lam": LAM, "family": "logN", "N": 1000})
+    assert d_of(rows, "logN", 1000) == 7 and label(rows, "logN") == "d = ⌈log N⌉"
+    assert [r["quantity"] for r in rows if r["method"] == "cf"] == ["d", "q2"]
+    fixed = fluid.exact_rows({"lam": LAM, "family": "7", "N": 1000, "control": True})
+    cf = {r["quantity"]: r for r in fixed if r["method"] == "cf"}
+    assert cf["q2"]["value"] == model.q2_fluid(LAM, 7)
+    assert cf["q2_neighbour"]["value"] == model.q2_fluid(LAM, 8)
+    assert cf["d"]["role"] == "control" and "role" not in rows[1]
 
 
 def test_fluid_validation_needs_a_growing_family_and_a_samplable_control():
-    good = FLUID_CFG | {"server_time": 1e6, "warmup": 10}
+    good = FLUID_CFG
     fluid.validate(good)
     # the validator names the key inside its section (the pipeline prefixes the artifact id)
     with pytest.raises(ConfigError, match=r"^d: needs a growing"):
