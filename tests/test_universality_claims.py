@@ -9,6 +9,7 @@ import pytest
 
 from lbrepro.artifacts.universality import diffusion, fluid, overhead
 from lbrepro.artifacts.universality.families import control_family, d_of, label, with_control
+from lbrepro.artifacts.universality.replications import pool_replications
 from lbrepro.core.claims import DIAGNOSTIC, NOT_REPRODUCED, REPRODUCED, UNDECIDED, gate
 from lbrepro.core.errors import ConfigError
 from lbrepro.core.verdicts import EmptyComparisonError
@@ -281,6 +282,7 @@ def diffusion_rows(q2_of, idle=1.0):
     ]
     for family in DIFF_CFG["d"]:
         for N in diffusion._diffusion_Ns(DIFF_CFG, family):
+            rows += diffusion.exact_rows({"beta": 1.0, "family": family, "N": N})
             rows.append(sim(family, N, "idle", idle, 0.05))
             rows.append(sim(family, N, "q2", *q2_of(family, N)))
     return rows
@@ -309,10 +311,21 @@ def test_diffusion_points_run_the_largest_n_only_where_needed():
     assert "dsqrtN-N10000" not in points and "dsqrtN-N1000" in points
     no_top = {k: v for k, v in cfg.items() if k != "largest_N_for"}
     assert "dsqrtN-N10000" in diffusion.points(no_top)
-    # the diagnostics' run labels are the point ids, replications included
-    assert set(diffusion._runs(cfg, "N")) <= set(points)
+    # the diagnostics' run labels are the point ids, replications included (counted by the
+    # pooled rows)
+    rows = diffusion_rows(diffusion_truth)
+    assert diffusion._runs(rows, "N", cfg["N"]) == ["dN-N100", "dN-N1000", "dN-N10000"]
     split = cfg | {"job_events": 1e6}
-    assert set(diffusion._runs(split, "N")) <= set(diffusion.points(split))
+    split_points = diffusion.points(split)
+    jsq = {k: p for k, p in split_points.items() if p.get("family") == "N"}
+    assert any("replication" in p for p in jsq.values())
+    split_rows = [
+        r | ({"replication": p["replication"]} if "replication" in p else {})
+        for p in jsq.values()
+        for r in rows
+        if r["method"] == "sim" and r["family"] == "N" and r["N"] == p["N"]
+    ]
+    assert diffusion._runs(pool_replications(split_rows), "N", cfg["N"]) == list(jsq)
 
 
 def test_diffusion_validation_needs_a_family_above_and_one_below():
