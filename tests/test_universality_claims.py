@@ -429,11 +429,18 @@ def test_diffusion_empty_table_fails_loudly():
 
 
 # ------------------------------------------------------------------------ overhead
-OVER_CFG = {"lam": LAM, "N": 1000, "d": [2, "sqrtN", "N"], "batches": 20}
+OVER_CFG = {
+    "lam": LAM,
+    "N": 1000,
+    "d": [2, "sqrtN", "N"],
+    "batches": 20,
+    "horizon": 100,
+    "warmup": 10,
+}
 
 
 def overhead_rows(sojourn):
-    rows = []
+    rows = [r for p in overhead.points(OVER_CFG).values() for r in overhead.exact_rows(p)]
     for family in overhead._families(OVER_CFG):
         rows.append(sim(family, 1000, "mean_sojourn", *sojourn[family]))
         rows.append(sim(family, 1000, "q1", LAM, 0.002))
@@ -447,11 +454,17 @@ def test_overhead_near_miss_is_ten_per_cent_above_jsq():
     assert overhead.near_miss_d(LAM) == 21
     assert overhead._fluid_sojourn(LAM, 21) >= 1.10 > overhead._fluid_sojourn(LAM, 22)
     assert overhead._families(OVER_CFG) == ["2", "sqrtN", "N", "21"]
-    assert "d21" in overhead.points(OVER_CFG | {"horizon": 100, "warmup": 10})
+    points = overhead.points(OVER_CFG)
+    assert "d21" in points and [k for k, p in points.items() if p.get("control")] == ["d21"]
+    # the check reads the near miss and its fluid E[T] from the points' exact rows
+    rows = [r for p in points.values() for r in overhead.exact_rows(p)]
+    assert control_family(rows) == "21"
+    fluid_t = {str(r["family"]): r["value"] for r in rows if r["quantity"] == "mean_sojourn"}
+    assert fluid_t["21"] == overhead._fluid_sojourn(LAM, 21)
 
 
 def test_overhead_validation_needs_the_compared_families():
-    cfg = OVER_CFG | {"horizon": 100, "warmup": 10}
+    cfg = OVER_CFG
     overhead.validate(cfg)
     # the validator names the key inside its section (the pipeline prefixes the artifact id)
     with pytest.raises(ConfigError, match=r"^d: must include sqrtN"):
