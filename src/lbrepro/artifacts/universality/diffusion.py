@@ -37,7 +37,7 @@ from lbrepro.core.ids import add_point
 from lbrepro.core.io import select
 from lbrepro.core.rows import estimate_row
 from lbrepro.core.stats import Estimate
-from lbrepro.core.verdicts import EmptyComparisonError, Verdict, agrees, estimate
+from lbrepro.core.verdicts import AGREEMENT, EmptyComparisonError, Verdict, agrees, estimate
 from lbrepro.models import universality as model
 from lbrepro.plotting.intervals import legend, simulated
 from lbrepro.plotting.style import color, new_figure
@@ -452,10 +452,11 @@ ARTIFACT = Artifact(
     title="Diffusion scale (Halfin–Whitt): JSQ(d(N)) against the JSQ diffusion limit",
     caption=(
         "Halfin–Whitt load λ(N) = N − β√N: idle mass E[(N − Q₁)/√N] (left) and E[Q₂/√N] "
-        "(right) against N per d(N), simulated with 95% CIs, beside the stationary means of "
+        "(middle) against N per d(N), simulated with 95% CIs, beside the stationary means of "
         "the JSQ diffusion limit of Eschenfeldt & Gamarnik (dashed, band: 95% CI), simulated "
-        "as a reflected SDE (Euler–Maruyama with Brownian-bridge reflection, extrapolated "
-        "to dt → 0 through three step sizes on one Brownian path)."
+        "as a reflected SDE (Euler–Maruyama with the reflection of sde.scheme, named in the "
+        "right panel's title, extrapolated to dt → 0 through the step sizes sde.dt on one "
+        "Brownian path; right: E[X₂] at each step size)."
     ),
     methods=("SIM",),
     points=points,
@@ -467,24 +468,26 @@ ARTIFACT = Artifact(
     summary=summary,
     validate=validate,
     reconstructions=(
-        "β = 1, N up to 10⁵ and the d(N) families are our choice (the seed's figures are "
-        "missing). The diffusion limit's stationary means are simulated, not taken from a "
-        "closed form. ⌈√N (log N)²⌉ ∧ N is the family with d(N)/(√N log N) → ∞ other than "
-        "JSQ (it equals N below N ≈ 5500); ⌈√N⌉, below the √N log N boundary, is shown "
-        "for contrast (no claim reads it: a family 130 margins off is no near miss); only "
-        "the families in largest_N_for run at the largest N, to bound the cost.",
+        "β, the sweep N and the d(N) families of the config section are our choice (the "
+        "seed's figures are missing). The diffusion limit's stationary means are simulated, "
+        "not taken from a closed form. ⌈√N (log N)²⌉ ∧ N is the family with "
+        "d(N)/(√N log N) → ∞ other than JSQ (it equals N below N ≈ 5500); ⌈√N⌉, below the "
+        "√N log N boundary, is shown for contrast (no claim reads it: a family 130 margins "
+        "off is no near miss); only the families in largest_N_for run at the largest N, to "
+        "bound the cost.",
         "A point expected to take more than job_events events runs as R independent "
         "replications (separate jobs, each with its own warm-up and random stream, measuring "
         "1/R of the horizon); the claims, figure and table pool them: the mean of the R "
         "means, its standard error from each replication's batch-means interval, Student t "
         "with Welch–Satterthwaite degrees of freedom.",
-        "Agreement with the limit: |E[Q₂/√N] − E[X₂]| < 10% of E[X₂] (two one-sided tests, "
-        "the finite-N remainder included): the default 2% lies below JSQ's own pre-limit "
-        "remainder (its E[Q₂/√N] moves by 0.12–0.14 per decade of N up to 10⁴) and below the "
-        "run's resolution. Near miss: a limit 2.5 margins off on the side of the measured gap. "
-        "The former 'distance |E[Q₂/√N] − E[X₂]| shrinks' checks are gone: the signed gap "
-        "crosses 0 inside the sweep (d = N: −0.19, −0.05, +0.08 at N = 10², 10³, 10⁴), so the "
-        "absolute distance need not shrink, and it flipped with the seed. Work conservation "
-        "(idle mass = β) is a diagnostic per family, margin 20% of β.",
+        f"Agreement with the limit: |E[Q₂/√N] − E[X₂]| < {_AGREE:.0%} of E[X₂] (two one-sided "
+        f"tests, the finite-N remainder included): the default {AGREEMENT:.0%} lies below "
+        "JSQ's own pre-limit remainder (its E[Q₂/√N] moves by 0.12–0.14 per decade of N up "
+        "to 10⁴ in the full run) and below the run's resolution. Near miss: a limit "
+        f"{_NEAR:g} margins off on the side of the measured gap. The former 'distance "
+        "|E[Q₂/√N] − E[X₂]| shrinks' checks are gone: the signed gap crosses 0 inside the "
+        "sweep (d = N: −0.19, −0.05, +0.08 at N = 10², 10³, 10⁴), so the absolute distance "
+        "need not shrink, and it flipped with the seed. Work conservation (idle mass = β) is "
+        f"a diagnostic per family, margin {_DIAGNOSTIC:.0%} of β.",
     ),
 )
