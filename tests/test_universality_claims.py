@@ -8,6 +8,8 @@ import math
 import pytest
 
 from lbrepro.artifacts.universality import diffusion, fluid, overhead
+from lbrepro.artifacts.universality.families import control_family, d_of, label, with_control
+from lbrepro.artifacts.universality.replications import pool_replications
 from lbrepro.core.claims import DIAGNOSTIC, NOT_REPRODUCED, REPRODUCED, UNDECIDED, gate
 from lbrepro.core.errors import ConfigError
 from lbrepro.core.verdicts import EmptyComparisonError
@@ -55,22 +57,30 @@ def failing(claims, words):
 
 
 # --------------------------------------------------------------------------- fluid
-FLUID_CFG = {"lam": LAM, "N": [100, 1000, 10000], "d": [2, "sqrtN"], "batches": 20}
+FLUID_CFG = {
+    "lam": LAM,
+    "N": [100, 1000, 10000],
+    "d": [2, "sqrtN"],
+    "batches": 20,
+    "server_time": 1e6,
+    "warmup": 10,
+}
+
+
+def fluid_exact(cfg=FLUID_CFG):
+    """The exact rows every point of the sweep writes (d(N), fluid q₂ values), as compute."""
+    return [r for p in fluid.points(cfg).values() for r in fluid.exact_rows(p)]
 
 
 def fluid_rows(q2_of, q1=LAM):
-    """Sim and mean-field q2 rows of the sweep's families, q2_of(family, N) → (value, half)."""
-    rows = []
+    """The exact rows and sim q1, q2 rows of the sweep's families, q2_of(family, N) →
+    (value, half)."""
+    rows = fluid_exact()
     for family in fluid._fluid_families(FLUID_CFG):
         for N in FLUID_CFG["N"]:
             value, half = q2_of(family, N)
             rows.append(sim(family, N, "q2", value, half))
             rows.append(sim(family, N, "q1", q1, 0.002))
-            d = model.d_of_N(family, N)
-            rows.append(
-                {"method": "mf", "family": family, "N": N, "d": d, "quantity": "q2"}
-                | {"value": model.q2_fluid(LAM, d)}
-            )
     return rows
 
 
@@ -92,26 +102,48 @@ def test_fluid_control_family_is_the_largest_log_n():
     assert fluid._fluid_families(FLUID_CFG) == ["2", "sqrtN", "10"]
     assert fluid._fluid_families(FLUID_CFG | {"d": [10, "logN"]}) == ["10", "logN"]
     assert fluid._control_d([100, 1000, 10000, 100000]) == 12
-    points = fluid.points(FLUID_CFG | {"server_time": 1e6, "warmup": 10})
+    points = fluid.points(FLUID_CFG)
     assert {"d10-N100", "d10-N10000", "dsqrtN-N1000"} <= set(points)
+    # the control's points write its role: the check finds the control family in the table
+    assert {k for k, p in points.items() if p.get("control")} == {
+        "d10-N100",
+        "d10-N1000",
+        "d10-N10000",
+    }
+    assert control_family(fluid_exact()) == "10"
+    assert with_control(fluid_exact(), [10, "logN"]) == (["10", "logN"], "10")
 
 
 def test_fluid_judged_step_is_the_last_one_the_remainder_cannot_hide():
     full = [100, 1000, 10000, 100000]
+    cfg = FLUID_CFG | {"N": full, "d": ["logN", "sqrtN", "sqrtNlogN"]}
+    rows = fluid_exact(cfg)
     # ⌈log N⌉ = 5, 7, 10, 12: judged at 10⁵, where capped d = 10 predicts 0.314, d = 12 0.254
-    assert fluid.judged_step("logN", full, LAM) == 3
+    assert fluid.judged_step(rows, "logN", full) == 3
     # ⌈√N⌉ = 10, 32, 100, 317: λ^101 − λ^318 = 2.4e-5 < 10/10⁵, so judged at 10⁴
-    assert fluid.judged_step("sqrtN", full, LAM) == 2
+    assert fluid.judged_step(rows, "sqrtN", full) == 2
     # ⌈√N log N⌉ = 47, 219, …: every fluid drop is below the finite-N remainder
-    assert fluid.judged_step("sqrtNlogN", full, LAM) is None
+    assert fluid.judged_step(rows, "sqrtNlogN", full) is None
+
+
+def test_fluid_exact_rows_are_the_fluid_values_the_claims_compare():
+    rows = fluid.exact_rows({"lam": LAM, "family": "logN", "N": 1000})
+    assert d_of(rows, "logN", 1000) == 7 and label(rows, "logN") == "d = ⌈log N⌉"
+    assert [r["quantity"] for r in rows if r["method"] == "cf"] == ["d", "q2"]
+    fixed = fluid.exact_rows({"lam": LAM, "family": "7", "N": 1000, "control": True})
+    cf = {r["quantity"]: r for r in fixed if r["method"] == "cf"}
+    assert cf["q2"]["value"] == model.q2_fluid(LAM, 7)
+    assert cf["q2_neighbour"]["value"] == model.q2_fluid(LAM, 8)
+    assert cf["d"]["role"] == "control" and "role" not in rows[1]
 
 
 def test_fluid_validation_needs_a_growing_family_and_a_samplable_control():
-    good = FLUID_CFG | {"server_time": 1e6, "warmup": 10}
+    good = FLUID_CFG
     fluid.validate(good)
-    with pytest.raises(ConfigError, match="growing"):
+    # the validator names the key inside its section (the pipeline prefixes the artifact id)
+    with pytest.raises(ConfigError, match=r"^d: needs a growing"):
         fluid.validate(good | {"d": [2, 5]})
-    with pytest.raises(ConfigError, match="control"):
+    with pytest.raises(ConfigError, match=r"^N: the control"):
         fluid.validate(good | {"N": [5, 100000]})
 
 
@@ -250,6 +282,7 @@ def diffusion_rows(q2_of, idle=1.0):
     ]
     for family in DIFF_CFG["d"]:
         for N in diffusion._diffusion_Ns(DIFF_CFG, family):
+            rows += diffusion.exact_rows({"beta": 1.0, "family": family, "N": N})
             rows.append(sim(family, N, "idle", idle, 0.05))
             rows.append(sim(family, N, "q2", *q2_of(family, N)))
     return rows
@@ -278,22 +311,36 @@ def test_diffusion_points_run_the_largest_n_only_where_needed():
     assert "dsqrtN-N10000" not in points and "dsqrtN-N1000" in points
     no_top = {k: v for k, v in cfg.items() if k != "largest_N_for"}
     assert "dsqrtN-N10000" in diffusion.points(no_top)
-    # the diagnostics' run labels are the point ids, replications included
-    assert set(diffusion._runs(cfg, "N")) <= set(points)
+    # the diagnostics' run labels are the point ids, replications included (counted by the
+    # pooled rows)
+    rows = diffusion_rows(diffusion_truth)
+    assert diffusion._runs(rows, "N", cfg["N"]) == ["dN-N100", "dN-N1000", "dN-N10000"]
     split = cfg | {"job_events": 1e6}
-    assert set(diffusion._runs(split, "N")) <= set(diffusion.points(split))
+    split_points = diffusion.points(split)
+    jsq = {k: p for k, p in split_points.items() if p.get("family") == "N"}
+    assert any("replication" in p for p in jsq.values())
+    split_rows = [
+        r | ({"replication": p["replication"]} if "replication" in p else {})
+        for p in jsq.values()
+        for r in rows
+        if r["method"] == "sim" and r["family"] == "N" and r["N"] == p["N"]
+    ]
+    assert diffusion._runs(pool_replications(split_rows), "N", cfg["N"]) == list(jsq)
 
 
 def test_diffusion_validation_needs_a_family_above_and_one_below():
     cfg = DIFF_CFG | {"horizon": 100, "warmup": 10}
     diffusion.validate(cfg)
-    with pytest.raises(ConfigError, match=r"^universality-diffusion\.d:"):
+    # the validator names the key inside its section (the pipeline prefixes the artifact id)
+    with pytest.raises(ConfigError, match=r"^d:"):
         diffusion.validate(cfg | {"d": ["sqrtN", "sqrtNlogN"], "largest_N_for": ["sqrtN"]})
     diffusion.validate(cfg | {"d": ["sqrtNlog2N", "N"]})  # ⌈√N⌉ is for the figure only
-    with pytest.raises(ConfigError, match="largest_N_for"):
+    with pytest.raises(ConfigError, match=r"^largest_N_for: must include"):
         diffusion.validate(cfg | {"largest_N_for": ["sqrtN"]})
-    with pytest.raises(ConfigError, match=r"largest_N_for\[0\]"):
+    with pytest.raises(ConfigError, match=r"^largest_N_for\[0\]:"):
         diffusion.validate(cfg | {"largest_N_for": ["logN"]})
+    with pytest.raises(ConfigError, match=r"^beta: must be < √N = 10"):
+        diffusion.validate(cfg | {"beta": 10.0})
 
 
 def test_diffusion_claims_hold_when_the_jsq_limit_is_approached():
@@ -382,11 +429,18 @@ def test_diffusion_empty_table_fails_loudly():
 
 
 # ------------------------------------------------------------------------ overhead
-OVER_CFG = {"lam": LAM, "N": 1000, "d": [2, "sqrtN", "N"], "batches": 20}
+OVER_CFG = {
+    "lam": LAM,
+    "N": 1000,
+    "d": [2, "sqrtN", "N"],
+    "batches": 20,
+    "horizon": 100,
+    "warmup": 10,
+}
 
 
 def overhead_rows(sojourn):
-    rows = []
+    rows = [r for p in overhead.points(OVER_CFG).values() for r in overhead.exact_rows(p)]
     for family in overhead._families(OVER_CFG):
         rows.append(sim(family, 1000, "mean_sojourn", *sojourn[family]))
         rows.append(sim(family, 1000, "q1", LAM, 0.002))
@@ -400,14 +454,23 @@ def test_overhead_near_miss_is_ten_per_cent_above_jsq():
     assert overhead.near_miss_d(LAM) == 21
     assert overhead._fluid_sojourn(LAM, 21) >= 1.10 > overhead._fluid_sojourn(LAM, 22)
     assert overhead._families(OVER_CFG) == ["2", "sqrtN", "N", "21"]
-    assert "d21" in overhead.points(OVER_CFG | {"horizon": 100, "warmup": 10})
+    points = overhead.points(OVER_CFG)
+    assert "d21" in points and [k for k, p in points.items() if p.get("control")] == ["d21"]
+    # the check reads the near miss and its fluid E[T] from the points' exact rows
+    rows = [r for p in points.values() for r in overhead.exact_rows(p)]
+    assert control_family(rows) == "21"
+    fluid_t = {str(r["family"]): r["value"] for r in rows if r["quantity"] == "mean_sojourn"}
+    assert fluid_t["21"] == overhead._fluid_sojourn(LAM, 21)
 
 
 def test_overhead_validation_needs_the_compared_families():
-    cfg = OVER_CFG | {"horizon": 100, "warmup": 10}
+    cfg = OVER_CFG
     overhead.validate(cfg)
-    with pytest.raises(ConfigError, match="sqrtN"):
+    # the validator names the key inside its section (the pipeline prefixes the artifact id)
+    with pytest.raises(ConfigError, match=r"^d: must include sqrtN"):
         overhead.validate(cfg | {"d": [1, 2, "N"]})
+    with pytest.raises(ConfigError, match=r"^warmup:"):
+        overhead.validate(cfg | {"warmup": 100})
 
 
 def test_overhead_claims_hold():

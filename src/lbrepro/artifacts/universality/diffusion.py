@@ -15,6 +15,9 @@ import numpy as np
 from lbrepro.artifacts.registry import Artifact, Rows
 from lbrepro.artifacts.universality.estimates import difference
 from lbrepro.artifacts.universality.families import (
+    d_of,
+    d_row,
+    label,
     of_family,
     series,
     sim_series,
@@ -25,6 +28,7 @@ from lbrepro.artifacts.universality.simulation import (
     point_memory,
     sde_cost,
     sim_rows,
+    simulate_point,
     simulation_cost,
 )
 from lbrepro.core.claims import Claim, diagnostic, make_claim
@@ -33,7 +37,7 @@ from lbrepro.core.ids import add_point
 from lbrepro.core.io import select
 from lbrepro.core.rows import estimate_row
 from lbrepro.core.stats import Estimate
-from lbrepro.core.verdicts import EmptyComparisonError, Verdict, agrees, estimate
+from lbrepro.core.verdicts import AGREEMENT, EmptyComparisonError, Verdict, agrees, estimate
 from lbrepro.models import universality as model
 from lbrepro.plotting.intervals import legend, simulated
 from lbrepro.plotting.style import color, new_figure
@@ -43,28 +47,21 @@ from lbrepro.sim.runlength import event_budget, max_events
 def validate(cfg: Mapping[str, Any]) -> None:
     """Refuse β ≥ √N, bad families, and a sweep without a family above and one below √N log N."""
     for N in cfg["N"]:
-        try:
-            model.halfin_whitt_lam(N, cfg["beta"])
-        except ConfigError as err:
-            raise ConfigError(
-                f"universality-diffusion.{err.key}", str(err).split(": ", 1)[1]
-            ) from None
-    validate_families("universality-diffusion.d", cfg["d"], cfg["N"])
+        model.halfin_whitt_lam(N, cfg["beta"])  # its ConfigError names beta
+    validate_families("d", cfg["d"], cfg["N"])
     families = [str(f) for f in cfg["d"]]
     if not any(f in _ABOVE for f in families):
         raise ConfigError(
-            "universality-diffusion.d",
+            "d",
             "needs a family with d(N)/(√N log N) → ∞ (sqrtNlog2N or N), which the claim is about",
         )
     top = [str(f) for f in cfg.get("largest_N_for", families)]
     for i, f in enumerate(top):
         if f not in families:
-            raise ConfigError(
-                f"universality-diffusion.largest_N_for[{i}]", f"{f!r} is not a family of d"
-            )
+            raise ConfigError(f"largest_N_for[{i}]", f"{f!r} is not a family of d")
     if not any(f in _ABOVE for f in top):
         raise ConfigError(
-            "universality-diffusion.largest_N_for",
+            "largest_N_for",
             "must include a family above √N log N (sqrtNlog2N or N): the claim is tested there",
         )
 
@@ -187,23 +184,13 @@ def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
                 }
             )
         return rows
-    N, family = p["N"], p["family"]
-    d = model.d_of_N(family, N)
-    lam = model.halfin_whitt_lam(N, beta)
+    params = _params(p)
+    N, lam = p["N"], params["lam"]
     # A job's events, a doubled run included, stay within job_events when it is set.
     limit = p.get("job_events")
     with event_budget(None if limit is None else min(float(limit), max_events())):
-        sim = model.simulate(
-            lam=lam,
-            N=N,
-            d=d,
-            horizon=p["horizon"],
-            warmup=p["warmup"],
-            seed=seed,
-            batches=p["batches"],
-        )
+        sim = simulate_point(p, lam, params["d"], seed)
     root = math.sqrt(N)
-    params = {"beta": beta, "family": family, "d": d, "lam": lam}
     if "replication" in p:
         params["replication"] = p["replication"]
     # (N − Q_1)/√N = √N (1 − u_1): the CI maps through the affine transform.
@@ -214,7 +201,24 @@ def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
     )
     idle = {"method": "sim", "quantity": "idle", **estimate_row(idle_est, N=N, seed=seed.entropy)}
     q2 = [r for r in sim_rows(sim, seed, scale=root) if r["quantity"] == "q2"]
-    return [params | idle] + [params | r for r in q2]
+    return [params | idle] + [params | r for r in q2] + exact_rows(p)
+
+
+def _params(p: Mapping[str, Any]) -> dict[str, Any]:
+    """The parameter columns of a simulation point's rows: β, the family, its d and the
+    Halfin–Whitt load λ(N)/N at this N."""
+    N, family = p["N"], p["family"]
+    lam = model.halfin_whitt_lam(N, p["beta"])
+    return {"beta": p["beta"], "family": family, "d": model.d_of_N(family, N), "lam": lam}
+
+
+def exact_rows(p: Mapping[str, Any]) -> Rows:
+    """The exact row of a simulation point the claims read: its d(N), with the family's
+    label; once per (family, N), so a split point writes it at its first replication."""
+    if p.get("replication", 1) != 1:
+        return []
+    params = _params(p)
+    return [params | d_row(p["family"], params["d"]) | {"N": p["N"]}]
 
 
 def _sde_limit(rows: Rows, quantity: str) -> tuple[float, float]:
@@ -245,12 +249,13 @@ _NEAR = 2.5
 _DIAGNOSTIC = 0.20
 
 
-def _runs(cfg: Mapping[str, Any], family: str, Ns: list[int] | None = None) -> list[str]:
-    """The point ids of one family's runs (replications included): the diagnostics' labels."""
+def _runs(rows: Rows, family: str, Ns: list[int]) -> list[str]:
+    """The point ids of one family's runs at ``Ns`` (replications included, as many as its
+    pooled rows count): the diagnostics' labels."""
     ids = []
-    for N in Ns if Ns is not None else _diffusion_Ns(cfg, family):
-        rate = events_per_time(N, cfg["beta"])
-        R = replications_needed(rate, cfg["horizon"], cfg["warmup"], cfg.get("job_events"))
+    for N in Ns:
+        pooled = of_family(rows, family, method="sim", quantity="idle", N=N)
+        R = int(pooled[0].get("replications") or 1) if pooled else 1
         base = f"d{family}-N{N}"
         ids += [base] if R == 1 else [f"{base}-r{i}" for i in range(1, R + 1)]
     return ids
@@ -271,7 +276,10 @@ def _agreement(rows: Rows, family: str, sde: Estimate) -> tuple[int, Verdict, Ve
 
 def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
     """Work-conservation diagnostics, then per family above √N log N: E[Q₂/√N] at its largest
-    N agrees with the SDE's E[X₂] (near miss: a limit 2.5 margins off)."""
+    N agrees with the SDE's E[X₂] (near miss: a limit 2.5 margins off).
+
+    Reads only its table: each family's d(N) and label are its points' exact rows.
+    """
     rows = pool_replications(rows)
     beta = cfg["beta"]
     claims: list[Claim] = []
@@ -284,7 +292,7 @@ def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
         Ns, idle = sim_series(rows, "idle", family)
         claims.append(
             diagnostic(
-                f"d(N) = {model.family_label(family)}: E[(N − Q₁)/√N] = β at every N (servers "
+                f"d(N) = {label(rows, family)}: E[(N − Q₁)/√N] = β at every N (servers "
                 "are busy a fraction λ(N)/N = 1 − β/√N: work conservation, true of any policy)",
                 agrees(
                     idle,
@@ -293,7 +301,7 @@ def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
                     labels=[f"N={N}" for N in Ns],
                     what="E[(N − Q₁)/√N] − β",
                 ),
-                runs=_runs(cfg, family),
+                runs=_runs(rows, family, Ns),
             )
         )
     claims.append(
@@ -307,17 +315,17 @@ def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
     sde = _sde_estimate(rows, "q2")
     for family in above:
         Ns, _ = sim_series(rows, "q2", family)
+        d = [d_of(rows, family, N) for N in Ns]
         ratio = ", ".join(
-            f"{model.d_of_N(family, N) / (math.sqrt(N) * math.log(N)):.3g}" for N in Ns
+            f"{dN / (math.sqrt(N) * math.log(N)):.3g}" for dN, N in zip(d, Ns, strict=True)
         )
-        ds = ", ".join(str(model.d_of_N(family, N)) for N in Ns)
-        label = model.family_label(family)
+        ds = ", ".join(map(str, d))
         top, claim, ctrl, shift = _agreement(rows, family, sde)
         claims.append(
             make_claim(
-                f"{label}, d(N)/(√N log N) → ∞: E[Q₂/√N] tends to the JSQ diffusion limit's "
-                f"stationary E[X₂] as N → ∞ — at the largest N = {top:g} the two agree within "
-                f"{_AGREE:.0%} of E[X₂]",
+                f"{label(rows, family)}, d(N)/(√N log N) → ∞: E[Q₂/√N] tends to the JSQ "
+                f"diffusion limit's stationary E[X₂] as N → ∞ — at the largest N = {top:g} the "
+                f"two agree within {_AGREE:.0%} of E[X₂]",
                 claim,
                 control=(
                     f"a near miss: a limit {_NEAR:g} margins off, E[X₂] {shift:+.3g} "
@@ -331,7 +339,7 @@ def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
                     f"{sde.half_width:.2g}; margin {_AGREE:.0%} of E[X₂], the finite-N "
                     "remainder included"
                 ),
-                runs=[*_runs(cfg, family, [top]), "sde"],
+                runs=[*_runs(rows, family, [top]), "sde"],
             )
         )
     return claims
@@ -444,10 +452,11 @@ ARTIFACT = Artifact(
     title="Diffusion scale (Halfin–Whitt): JSQ(d(N)) against the JSQ diffusion limit",
     caption=(
         "Halfin–Whitt load λ(N) = N − β√N: idle mass E[(N − Q₁)/√N] (left) and E[Q₂/√N] "
-        "(right) against N per d(N), simulated with 95% CIs, beside the stationary means of "
+        "(middle) against N per d(N), simulated with 95% CIs, beside the stationary means of "
         "the JSQ diffusion limit of Eschenfeldt & Gamarnik (dashed, band: 95% CI), simulated "
-        "as a reflected SDE (Euler–Maruyama with Brownian-bridge reflection, extrapolated "
-        "to dt → 0 through three step sizes on one Brownian path)."
+        "as a reflected SDE (Euler–Maruyama with the reflection of sde.scheme, named in the "
+        "right panel's title, extrapolated to dt → 0 through the step sizes sde.dt on one "
+        "Brownian path; right: E[X₂] at each step size)."
     ),
     methods=("SIM",),
     points=points,
@@ -459,24 +468,26 @@ ARTIFACT = Artifact(
     summary=summary,
     validate=validate,
     reconstructions=(
-        "β = 1, N up to 10⁵ and the d(N) families are our choice (the seed's figures are "
-        "missing). The diffusion limit's stationary means are simulated, not taken from a "
-        "closed form. ⌈√N (log N)²⌉ ∧ N is the family with d(N)/(√N log N) → ∞ other than "
-        "JSQ (it equals N below N ≈ 5500); ⌈√N⌉, below the √N log N boundary, is shown "
-        "for contrast (no claim reads it: a family 130 margins off is no near miss); only "
-        "the families in largest_N_for run at the largest N, to bound the cost.",
+        "β, the sweep N and the d(N) families of the config section are our choice (the "
+        "seed's figures are missing). The diffusion limit's stationary means are simulated, "
+        "not taken from a closed form. ⌈√N (log N)²⌉ ∧ N is the family with "
+        "d(N)/(√N log N) → ∞ other than JSQ (it equals N below N ≈ 5500); ⌈√N⌉, below the "
+        "√N log N boundary, is shown for contrast (no claim reads it: a family 130 margins "
+        "off is no near miss); only the families in largest_N_for run at the largest N, to "
+        "bound the cost.",
         "A point expected to take more than job_events events runs as R independent "
         "replications (separate jobs, each with its own warm-up and random stream, measuring "
         "1/R of the horizon); the claims, figure and table pool them: the mean of the R "
         "means, its standard error from each replication's batch-means interval, Student t "
         "with Welch–Satterthwaite degrees of freedom.",
-        "Agreement with the limit: |E[Q₂/√N] − E[X₂]| < 10% of E[X₂] (two one-sided tests, "
-        "the finite-N remainder included): the default 2% lies below JSQ's own pre-limit "
-        "remainder (its E[Q₂/√N] moves by 0.12–0.14 per decade of N up to 10⁴) and below the "
-        "run's resolution. Near miss: a limit 2.5 margins off on the side of the measured gap. "
-        "The former 'distance |E[Q₂/√N] − E[X₂]| shrinks' checks are gone: the signed gap "
-        "crosses 0 inside the sweep (d = N: −0.19, −0.05, +0.08 at N = 10², 10³, 10⁴), so the "
-        "absolute distance need not shrink, and it flipped with the seed. Work conservation "
-        "(idle mass = β) is a diagnostic per family, margin 20% of β.",
+        f"Agreement with the limit: |E[Q₂/√N] − E[X₂]| < {_AGREE:.0%} of E[X₂] (two one-sided "
+        f"tests, the finite-N remainder included): the default {AGREEMENT:.0%} lies below "
+        "JSQ's own pre-limit remainder (its E[Q₂/√N] moves by 0.12–0.14 per decade of N up "
+        "to 10⁴ in the full run) and below the run's resolution. Near miss: a limit "
+        f"{_NEAR:g} margins off on the side of the measured gap. The former 'distance "
+        "|E[Q₂/√N] − E[X₂]| shrinks' checks are gone: the signed gap crosses 0 inside the "
+        "sweep (d = N: −0.19, −0.05, +0.08 at N = 10², 10³, 10⁴), so the absolute distance "
+        "need not shrink, and it flipped with the seed. Work conservation (idle mass = β) is "
+        f"a diagnostic per family, margin {_DIAGNOSTIC:.0%} of β.",
     ),
 )

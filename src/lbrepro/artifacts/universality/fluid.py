@@ -6,6 +6,7 @@ fixed d stays at λ^(d+1), a growing d(N) drives q_2 to 0 (the JSQ fluid limit).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -14,19 +15,29 @@ import numpy as np
 from lbrepro.artifacts.registry import Artifact, Rows
 from lbrepro.artifacts.universality.estimates import scaled
 from lbrepro.artifacts.universality.families import (
+    d_of,
+    d_row,
     is_fixed,
+    label,
     of_family,
     series,
     sim_series,
     validate_families,
+    with_control,
 )
-from lbrepro.artifacts.universality.simulation import load_cost, point_memory, sim_rows
+from lbrepro.artifacts.universality.simulation import (
+    load_cost,
+    point_memory,
+    sim_rows,
+    simulate_point,
+)
 from lbrepro.core.args import check_stable_load
 from lbrepro.core.claims import Claim, diagnostic, make_claim
 from lbrepro.core.errors import ConfigError
 from lbrepro.core.ids import add_point
 from lbrepro.core.io import select
 from lbrepro.core.verdicts import (
+    AGREEMENT,
     UNDECIDED,
     EmptyComparisonError,
     Verdict,
@@ -62,25 +73,27 @@ def _fluid_families(cfg: Mapping[str, Any]) -> list[str]:
 
 def validate(cfg: Mapping[str, Any]) -> None:
     """Refuse an unstable load, bad families, no growing family, or an unsamplable control."""
-    check_stable_load("universality-fluid.lam", cfg["lam"])
-    validate_families("universality-fluid.d", cfg["d"], cfg["N"])
+    check_stable_load("lam", cfg["lam"])
+    validate_families("d", cfg["d"], cfg["N"])
     if not any(not is_fixed(str(f)) for f in cfg["d"]):
         raise ConfigError(
-            "universality-fluid.d",
+            "d",
             "needs a growing d(N) family (logN, sqrtN, …): the claim q₂ → 0 is about d(N) → ∞",
         )
     control = _control_d(cfg["N"])
     if control > min(cfg["N"]):
         raise ConfigError(
-            "universality-fluid.N",
+            "N",
             f"the control fixed d = ⌈log N⌉ = {control} at the largest N cannot be sampled "
             f"without replacement from the smallest N = {min(cfg['N'])}",
         )
 
 
 def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """One point per (family, N), the control fixed d included; horizon ∝ 1/N."""
+    """One point per (family, N), the control fixed d included (its points marked
+    ``control``); horizon ∝ 1/N."""
     points: dict[str, dict[str, Any]] = {}
+    control = str(_control_d(cfg["N"]))
     for family in _fluid_families(cfg):
         for N in cfg["N"]:
             params = {
@@ -91,32 +104,48 @@ def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
                 "warmup": cfg["warmup"],
                 "batches": cfg["batches"],
             }
+            if family == control:
+                params["control"] = True
             add_point(points, f"d{family}-N{N}", params, "d, N")
     return points
 
 
-def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
-    """q₂ of the fluid fixed point at this N's d, and one simulation's q₁, q₂, E[T], P(wait)."""
-    lam, N, family = p["lam"], p["N"], p["family"]
-    d = model.d_of_N(family, N)
-    params = {"lam": lam, "family": family, "d": d}
-    sim = model.simulate(
-        lam=lam,
-        N=N,
-        d=d,
-        horizon=p["horizon"],
-        warmup=p["warmup"],
-        seed=seed,
-        batches=p["batches"],
-        start="fixed_point",
-    )
+def _params(p: Mapping[str, Any]) -> dict[str, Any]:
+    """The parameter columns of a point's rows: λ, the family and its d at this N."""
+    return {"lam": p["lam"], "family": p["family"], "d": model.d_of_N(p["family"], p["N"])}
+
+
+def exact_rows(p: Mapping[str, Any]) -> Rows:
+    """The exact rows of a point: q₂ of the fluid fixed point at this N's d (the figure's
+    line) and what the claims compare: d(N) (with the family's label and role), the fluid
+    q₂ = λ^(d+1) at this d and, for a fixed d, at the neighbouring d + 1 (λ^(d+2))."""
+    params = _params(p)
+    lam, N, family, d = p["lam"], p["N"], p["family"], params["d"]
     mf = model.fluid_fixed_point(lam, d)
     rows = [
         params
         | {"method": "mf", "quantity": "q2", "value": float(mf[2]) if len(mf) > 2 else 0.0, "N": N}
     ]
-    rows += [params | r for r in sim_rows(sim, seed, measured_time=p["horizon"] - p["warmup"])]
+    rows.append(params | d_row(family, d, control=p.get("control", False)) | {"N": N})
+    rows.append(
+        params | {"method": "cf", "quantity": "q2", "value": model.q2_fluid(lam, d), "N": N}
+    )
+    if is_fixed(family):
+        rows.append(
+            params
+            | {"method": "cf", "quantity": "q2_neighbour", "value": model.q2_fluid(lam, d + 1)}
+            | {"N": N, "d_neighbour": d + 1}
+        )
     return rows
+
+
+def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
+    """The point's exact rows (:func:`exact_rows`) and one simulation's q₁, q₂, E[T],
+    P(wait), started at the mean-field fixed point."""
+    params = _params(p)
+    sim = simulate_point(p, p["lam"], params["d"], seed, start="fixed_point")
+    measured = p["horizon"] - p["warmup"]
+    return exact_rows(p) + [params | r for r in sim_rows(sim, seed, measured_time=measured)]
 
 
 def _bounded_away(rows: Rows, family: str) -> Verdict:
@@ -134,20 +163,29 @@ def _bounded_away(rows: Rows, family: str) -> Verdict:
 _REMAINDER = 10.0
 
 
-def judged_step(family: str, Ns: list[int], lam: float) -> int | None:
+def _fluid_q2(rows: Rows, family: str, N: int, quantity: str = "q2") -> float:
+    """The fluid q₂ = λ^(d+1) of one family at N (``q2_neighbour``: λ^(d+2)), from its
+    exact row."""
+    found = of_family(rows, family, method="cf", quantity=quantity, N=N)
+    if not found:
+        raise EmptyComparisonError(f"no fluid {quantity} row of family {family!r} at N = {N}")
+    return float(found[0]["value"])
+
+
+def judged_step(rows: Rows, family: str, Ns: list[int]) -> int | None:
     """The index k of the largest N_k whose fluid q₂ at d(N_k) lies below the one at
     d(N_(k−1)) by more than the finite-N remainder bound _REMAINDER/N_k: where "d still
     grows" and "d stopped growing at d(N_(k−1))" predict apart."""
     for k in range(len(Ns) - 1, 0, -1):
-        d0, d1 = model.d_of_N(family, Ns[k - 1]), model.d_of_N(family, Ns[k])
-        drop = model.q2_fluid(lam, d0) - model.q2_fluid(lam, d1)
+        d0, d1 = d_of(rows, family, Ns[k - 1]), d_of(rows, family, Ns[k])
+        drop = _fluid_q2(rows, family, Ns[k - 1]) - _fluid_q2(rows, family, Ns[k])
         if d1 > d0 and drop > _REMAINDER / Ns[k]:
             return k
     return None
 
 
 def to_zero_verdicts(
-    rows: Rows, family: str, Ns: list[int], lam: float
+    rows: Rows, family: str, Ns: list[int]
 ) -> tuple[Verdict, Verdict, str, int | None]:
     """The claim "q₂ → 0 as d(N) → ∞" on a finite sweep, and its near-miss control.
 
@@ -157,7 +195,7 @@ def to_zero_verdicts(
     that stopped growing at d(N_(k−1)), predicts λ^(d(N_(k−1))+1). Margin: half the distance
     between the two predictions (so the control sits 2 margins away).
     """
-    k = judged_step(family, Ns, lam)
+    k = judged_step(rows, family, Ns)
     if k is None:
         v = Verdict(
             UNDECIDED,
@@ -165,18 +203,19 @@ def to_zero_verdicts(
             "q₂(N) agrees with the fluid point at d(N)",
             f"no step of the sweep where d(N) and a capped d(N) predict apart by more than "
             f"the finite-N remainder {_REMAINDER:g}/N",
-            needs="a sweep whose d(N) still grows where λ^(d+1) exceeds 10/N (smaller N or d)",
+            needs=f"a sweep whose d(N) still grows where λ^(d+1) exceeds {_REMAINDER:g}/N "
+            "(smaller N or d)",
         )
         return v, v, "", None
     N0, N1 = Ns[k - 1], Ns[k]
-    d0, d1 = model.d_of_N(family, N0), model.d_of_N(family, N1)
-    claim_ref, ctrl_ref = model.q2_fluid(lam, d1), model.q2_fluid(lam, d0)
+    d0, d1 = d_of(rows, family, N0), d_of(rows, family, N1)
+    claim_ref, ctrl_ref = _fluid_q2(rows, family, N1), _fluid_q2(rows, family, N0)
     margin = (ctrl_ref - claim_ref) / 2
     Nk, ests = sim_series(rows, "q2", family)
     e = ests[Nk.index(N1)]
-    label = [f"{family}, N={N1}"]
-    claim = agrees([e], [claim_ref], margin=margin, labels=label, what="q₂ − λ^(d(N)+1)")
-    ctrl = agrees([e], [ctrl_ref], margin=margin, labels=label, what="q₂ − λ^(d0+1)")
+    at = [f"{family}, N={N1}"]
+    claim = agrees([e], [claim_ref], margin=margin, labels=at, what="q₂ − λ^(d(N)+1)")
+    ctrl = agrees([e], [ctrl_ref], margin=margin, labels=at, what="q₂ − λ^(d0+1)")
     distance = (
         f"capped d = {d0} predicts λ^{d0 + 1} = {ctrl_ref:.4g} at N = {N1:g}, the claim "
         f"λ^{d1 + 1} = {claim_ref:.4g}: 2 margins apart (margin {margin:.3g}, half the distance)"
@@ -191,10 +230,14 @@ def _runs(family: str, Ns: list[int]) -> list[str]:
 
 def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
     """q₁ = λ (diagnostic); q₂ follows the fluid point of a growing d(N) where a capped d(N)
-    would not; a fixed d keeps q₂ away from 0 and at λ^(d+1)."""
+    would not; a fixed d keeps q₂ away from 0 and at λ^(d+1).
+
+    Reads only its table: the d(N) of each family, the control family and the fluid values
+    λ^(d+1), λ^(d+2) are the points' exact rows (:func:`exact_rows`).
+    """
     lam = cfg["lam"]
     Ns = sorted(cfg["N"])
-    families = _fluid_families(cfg)
+    families, control = with_control(rows, cfg["d"])
     growing = [f for f in families if not is_fixed(f)]
     fixed = [f for f in families if is_fixed(f)]
     if not growing or not fixed:
@@ -204,7 +247,7 @@ def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
         _, q1 = sim_series(rows, "q1", family)
         claims.append(
             diagnostic(
-                f"d(N) = {model.family_label(family)}: q₁ = λ = {lam:g} at every N (work "
+                f"d(N) = {label(rows, family)}: q₁ = λ = {lam:g} at every N (work "
                 "conservation: the busy fraction of any work-conserving policy)",
                 agrees(
                     q1,
@@ -219,11 +262,11 @@ def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
     span = f"N = {Ns[0]:g} … {Ns[-1]:g}"
     # d = N is JSQ itself, the reference of the claim, not an instance of it
     for family in (f for f in growing if f != "N"):
-        claim, ctrl, distance, N1 = to_zero_verdicts(rows, family, Ns, lam)
-        ds = ", ".join(str(model.d_of_N(family, N)) for N in Ns)
+        claim, ctrl, distance, N1 = to_zero_verdicts(rows, family, Ns)
+        ds = ", ".join(str(d_of(rows, family, N)) for N in Ns)
         claims.append(
             make_claim(
-                f"{model.family_label(family)} → ∞: q₂ → 0 as N → ∞ (the JSQ fluid fixed "
+                f"{label(rows, family)} → ∞: q₂ → 0 as N → ∞ (the JSQ fluid fixed "
                 "point, whatever the growth rate of d(N)) — on the sweep: q₂ at the last "
                 "resolvable step still follows the fluid point λ^(d(N)+1) of the growing d(N)",
                 claim,
@@ -239,18 +282,15 @@ def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
         )
     # The slowest growing family (smallest d at the largest N): the nearest miss of "a fixed
     # d keeps q₂ away from 0".
-    slowest = min(growing, key=lambda f: model.d_of_N(f, Ns[-1]))
-    slow_ratio = model.q2_fluid(lam, model.d_of_N(slowest, Ns[-1])) / model.q2_fluid(
-        lam, model.d_of_N(slowest, Ns[0])
-    )
+    slowest = min(growing, key=lambda f: d_of(rows, f, Ns[-1]))
+    slow_ratio = _fluid_q2(rows, slowest, Ns[-1]) / _fluid_q2(rows, slowest, Ns[0])
     ctrl_bounded = (
-        f"{model.family_label(slowest)}, the slowest growing family of the sweep",
+        f"{label(rows, slowest)}, the slowest growing family of the sweep",
         _bounded_away(rows, slowest),
     )
-    d_ctrl = _control_d(Ns)
     for family in fixed:
         d = int(family)
-        role = " (the capped ⌈log N⌉)" if d == d_ctrl else ""
+        role = " (the capped ⌈log N⌉)" if family == control else ""
         claims.append(
             make_claim(
                 f"fixed d = {d}{role}: q₂ stays bounded away from 0 as N → ∞ (the JSQ fluid "
@@ -271,18 +311,18 @@ def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
         mf = of_family(rows, family, method="mf", quantity="q2", N=Ns[-1])
         if not mf:
             raise EmptyComparisonError(f"no mean-field q2 row of d = {d} at N = {Ns[-1]}")
-        ref, near = mf[0]["value"], model.q2_fluid(lam, d + 1)
+        ref, near = mf[0]["value"], _fluid_q2(rows, family, Ns[-1], "q2_neighbour")
         margin = agreement_margin(ref)
-        label = [f"N={Ns[-1]}"]
+        at = [f"N={Ns[-1]}"]
         claims.append(
             make_claim(
                 f"fixed d = {d}: at the largest N = {Ns[-1]:g} the simulated q₂ agrees with the "
-                f"supermarket fluid value λ^(d+1) = {ref:.4g} (margin: the default 2% relative "
-                "agreement; the O(1/N) excess at this N is smaller)",
-                agrees([last], [ref], margin=margin, labels=label, what="q₂ − λ^(d+1)"),
+                f"supermarket fluid value λ^(d+1) = {ref:.4g} (margin: the default "
+                f"{AGREEMENT:.0%} relative agreement; the O(1/N) excess at this N is smaller)",
+                agrees([last], [ref], margin=margin, labels=at, what="q₂ − λ^(d+1)"),
                 control=(
                     f"the fluid value of the neighbouring d + 1 = {d + 1}, λ^(d+2) = {near:.4g}",
-                    agrees([last], [near], margin=margin, labels=label, what="q₂ − λ^(d+2)"),
+                    agrees([last], [near], margin=margin, labels=at, what="q₂ − λ^(d+2)"),
                 ),
                 distance=f"{abs(ref - near) / margin:.1f} margins from λ^(d+1)",
                 source="lbrepro",
@@ -317,7 +357,7 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Any:
         )
         ax.plot(
             [r["N"] for r in mf],
-            [max(r["value"], 1e-7) for r in mf],
+            [max(r["value"], Q2_FLOOR) for r in mf],
             color=c,
             **METHOD_STYLE["mf"] | {"label": None},
         )
@@ -325,7 +365,7 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Any:
         xscale="log",
         yscale="log",
         xlabel="N (servers)",
-        ylim=(1e-7, 1.2),
+        ylim=(Q2_FLOOR, 1.2),
         xlim=(Ns[0] / 1.5, Ns[-1] * 1.5),
         ylabel="q₂ = fraction of servers with ≥ 2 jobs",
         title=f"Fluid scale, λ = {cfg['lam']:g}: q₂ → 0 iff d(N) → ∞",
@@ -338,6 +378,7 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Any:
 
 #: The lowest q₂ shown (log axis).
 Q2_FLOOR = 1e-7
+_FLOOR_TEXT = f"10^{math.log10(Q2_FLOOR):.0f}"
 
 
 def summary(rows: Rows) -> Rows:
@@ -366,13 +407,12 @@ ARTIFACT = Artifact(
     kind="figure",
     title="Fluid scale: q₂ against N for fixed and growing d(N)",
     caption=(
-        "Stationary fraction q₂ of servers with at least two jobs against N at λ = 0.9, "
-        "JSQ(d(N)) "
-        "with d(N) sampled without replacement (markers: simulation, 95% CI; dashed: the "
-        "mean-field fixed point λ^(d(N)+1) at each N's d). Fixed d keeps q₂ at λ^(d+1); any "
-        "d(N) → ∞ drives it to 0, the JSQ fluid fixed point (λ, 0, 0, …). The fixed d equal "
-        "to the largest ⌈log N⌉ of the sweep is always simulated: it is the control of the "
-        "claim q₂ → 0. Values below 1e-7 are drawn at 1e-7."
+        "Stationary fraction q₂ of servers with at least two jobs against N at the load λ of "
+        "the title, JSQ(d(N)) with d(N) sampled without replacement (markers: simulation, 95% "
+        "CI; dashed: the mean-field fixed point λ^(d(N)+1) at each N's d). Fixed d keeps q₂ at "
+        "λ^(d+1); any d(N) → ∞ drives it to 0, the JSQ fluid fixed point (λ, 0, 0, …). The "
+        "fixed d equal to the largest ⌈log N⌉ of the sweep is always simulated: it is the "
+        f"control of the claim q₂ → 0. Values below {_FLOOR_TEXT} are drawn at {_FLOOR_TEXT}."
     ),
     methods=("MF", "SIM"),
     points=points,
@@ -384,19 +424,20 @@ ARTIFACT = Artifact(
     summary=summary,
     validate=validate,
     reconstructions=(
-        "The paper's own figures are not in the seed: these parameters (λ = 0.9, N up to 10⁵, "
-        "the d(N) families) test its fluid-limit theorem. Simulations start from the "
-        "mean-field "
-        "fixed point at d(N), rounded to N servers, and discard a warm-up.",
+        "The paper's own figures are not in the seed: the parameters of the config section "
+        "(the load lam, the sweep N, the d(N) families) test its fluid-limit theorem. "
+        "Simulations start from the mean-field fixed point at d(N), rounded to N servers, and "
+        "discard a warm-up.",
         "'q₂ → 0 as d(N) → ∞' on a finite sweep: no sweep can tell a d(N) that grows for ever "
         "from one capped beyond its largest N, so the claim is judged where it and its near "
         "miss predict apart — at the last step N_(k−1) → N_k whose fluid drop "
-        "λ^(d(N_(k−1))+1) − λ^(d(N_k)+1) exceeds the finite-N remainder 10/N_k, q₂(N_k) must "
-        "agree with λ^(d(N_k)+1) (the claim) and not with λ^(d(N_(k−1))+1) (d capped one step "
-        "earlier); margin: half the distance between the two. ⌈log N⌉ is judged at its last "
-        "step (d 10 → 12 at N = 10⁵: 0.314 vs 0.254), ⌈√N⌉ at N = 10⁴; ⌈√N log N⌉ has no such "
-        "step (its fluid q₂ is below the remainder from N = 10³ on) and stays undecided; "
-        "d = N is JSQ itself, the claim's reference. 'Bounded away' (fixed d): q₂ above 0.6× "
-        "its first value; plateau: agreement with λ^(d+1) within the default 2%.",
+        "λ^(d(N_(k−1))+1) − λ^(d(N_k)+1) exceeds the finite-N remainder "
+        f"{_REMAINDER:g}/N_k, q₂(N_k) must agree with λ^(d(N_k)+1) (the claim) and not with "
+        "λ^(d(N_(k−1))+1) (d capped one step earlier); margin: half the distance between the "
+        "two. Each claim names its step and the two predictions; a family whose fluid q₂ "
+        "falls below the remainder before any step of the sweep (⌈√N log N⌉ in the full "
+        "run) has none and stays undecided; d = N is JSQ itself, the claim's reference. "
+        f"'Bounded away' (fixed d): q₂ above {_DECLINE:g}× its first value; plateau: "
+        f"agreement with λ^(d+1) within the default {AGREEMENT:.0%}.",
     ),
 )

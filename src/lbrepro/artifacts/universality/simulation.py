@@ -1,4 +1,5 @@
-"""The tidy rows of one N-server simulation, shared by the three universality artifacts."""
+"""One N-server simulation of a point and its tidy rows, shared by the three universality
+artifacts."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ from lbrepro.artifacts.registry import Rows
 from lbrepro.core import footprint
 from lbrepro.core.packing import simulation_seconds
 from lbrepro.core.rows import estimate_row
-from lbrepro.sim.occupancy import EVENTS_PER_SECOND
+from lbrepro.models import universality as model
+from lbrepro.sim.occupancy import EVENTS_PER_SECOND, OccupancySimResult
 
-__all__ = ["sim_rows"]
+__all__ = ["sim_rows", "simulate_point"]
 
 
 # Systems of 10⁴ servers and more ran at about half the kernel's typical rate in the full
@@ -70,6 +72,23 @@ def unobserved_bound(sim: Any) -> float:
     if not math.isfinite(measured) or measured <= 0:
         measured = float(sim.horizon)
     return 3.0 / ((1.0 - min(float(sim.lam), 1 - 1e-9)) * sim.N * measured)
+
+
+def simulate_point(
+    p: Mapping[str, Any], lam: float, d: int, seed: np.random.SeedSequence, **options: Any
+) -> OccupancySimResult:
+    """One run of JSQ(d), d sampled without replacement, on the point's ``N`` servers at load
+    ``lam`` per server, for its horizon, warm-up and batches (``options``: the start)."""
+    return model.simulate(
+        lam=lam,
+        N=p["N"],
+        d=d,
+        horizon=p["horizon"],
+        warmup=p["warmup"],
+        seed=seed,
+        batches=p["batches"],
+        **options,
+    )
 
 
 def sim_rows(sim: Any, seed: np.random.SeedSequence, scale: float = 1.0, **extra: Any) -> Rows:
