@@ -32,9 +32,6 @@ CALLS_A_MODEL = {
     "affinity-sim-vs-fluid",
     "affinity-queue-length",
     "affinity-tunneling",
-    "universality-fluid",
-    "universality-diffusion",
-    "universality-overhead",
 }
 
 
