@@ -16,6 +16,7 @@ import pytest
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+from lbrepro.artifacts import registry
 from lbrepro.artifacts.registry import Artifact, Paper
 from lbrepro.config import config_hash, read_config_file
 from lbrepro.core.claims import (
@@ -872,3 +873,12 @@ def test_expected_false_decisions_count_the_looks_of_doubled_runs() -> None:
     assert counts["decided"] == 3 and counts["looks"] == 5
     assert counts["expected_false"] == pytest.approx(0.025 * 5)
     assert counts["expected_false_paper"] == pytest.approx(0.025 * 4)
+
+
+def test_a_caption_states_the_configured_numbers():
+    """A caption given as a function of the artifact's config shows the run's values, and the
+    report renders it from the run's config."""
+    artifact = registry.get("supermarket-tail")
+    text = artifact.caption_text({"N": 123, "horizon": 4.5e4})
+    assert "N = 123 servers over 45000 mean service times" in text
+    assert artifact.caption_text(None) == ""  # not part of the run: nothing to state

@@ -27,6 +27,17 @@ import numpy as np
 from lbrepro.core.claims import Claim
 
 Rows = list[dict[str, Any]]
+#: Prose about an artifact: fixed, or formatted from its merged config section.
+Text = str | Callable[[Mapping[str, Any]], str]
+
+
+def _text(text: Text, cfg: Mapping[str, Any] | None) -> str:
+    """``text`` itself, or what it says for ``cfg`` (nothing without a config section: the
+    artifact is not part of the run)."""
+    if not callable(text):
+        return text
+    return text(cfg) if cfg is not None else ""
+
 
 # File layout of the data contract (README.md, "Outputs"); Snakemake rules use these too.
 TABLE = "results/{slug}/{artifact}.csv"
@@ -69,7 +80,9 @@ class Artifact:
     slug: str
     kind: str
     title: str
-    caption: str
+    #: The figure's caption: a string, or a function of the artifact's merged config section
+    #: (the same ``cfg`` the hooks get) where it states a configured number.
+    caption: Text
     methods: tuple[str, ...]
     points: Callable[[Mapping[str, Any]], dict[str, dict[str, Any]]]
     compute: Callable[[dict[str, Any], np.random.SeedSequence], Rows]
@@ -77,7 +90,9 @@ class Artifact:
     plot: Callable[[Rows, Mapping[str, Any]], Any] | None = None
     summary: Callable[[Rows], Rows] | None = None
     validate: Callable[[Mapping[str, Any]], None] = lambda cfg: None
-    reconstructions: tuple[str, ...] = ()
+    #: What we reconstructed or chose, one note each: strings, or functions of ``cfg`` like
+    #: the caption.
+    reconstructions: tuple[Text, ...] = ()
     # Estimated seconds of one point's compute on one core, from its parameters: points
     # cheaper than `simulation.job_seconds` share a job (lbrepro.core.packing). None: one
     # job per point.
@@ -86,6 +101,14 @@ class Artifact:
     # (lbrepro.core.footprint): a point beyond `simulation.mem_mb` is refused at validation
     # (lbrepro.pipeline.check_memory_estimates). Every artifact declares one (a test checks).
     memory: Callable[[Mapping[str, Any]], Mapping[str, float]] | None = None
+
+    def caption_text(self, cfg: Mapping[str, Any] | None) -> str:
+        """The caption, its configured numbers filled in from ``cfg``."""
+        return _text(self.caption, cfg)
+
+    def reconstruction_texts(self, cfg: Mapping[str, Any] | None) -> list[str]:
+        """The reconstruction notes, their configured numbers filled in from ``cfg``."""
+        return [_text(note, cfg) for note in self.reconstructions]
 
     @property
     def has_figure(self) -> bool:

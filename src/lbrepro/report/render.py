@@ -33,6 +33,7 @@ from lbrepro.core.claims import (
     UNDECIDED,
 )
 from lbrepro.core.io import atomic_write_text, read_json, read_table
+from lbrepro.pipeline import artifact_config
 from lbrepro.report.diff import VERDICT_STATUSES, is_null, status_of
 from lbrepro.report.manifest import verify_views  # issue 21: digests verified at render
 from lbrepro.report.provenance import provenance
@@ -533,6 +534,7 @@ def _artifact_view(
         figure = {"png": link("png"), "svg": link("svg"), "pdf": link("pdf")}
     claims, checks_note = _claims(paths["checks"], rel_paths["checks"])
     summary, summary_note = _summary(artifact, paths["table"])
+    section = artifact_config(config, artifact.id) if artifact.id in config else None
     status = _artifact_status(claims)
     return {
         "id": artifact.id,
@@ -540,8 +542,8 @@ def _artifact_view(
         "title": artifact.title,
         "kind": artifact.kind,
         "methods": list(artifact.methods),
-        "caption": artifact.caption,
-        "reconstructions": list(artifact.reconstructions),
+        "caption": artifact.caption_text(section),
+        "reconstructions": artifact.reconstruction_texts(section),
         "figure": figure,
         "figure_note": "",
         "table": link("table"),

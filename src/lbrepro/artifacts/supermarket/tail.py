@@ -442,12 +442,13 @@ ARTIFACT = Artifact(
     slug="supermarket",
     kind="figure",
     title="Doubly exponential tails of the supermarket model",
-    caption=(
+    caption=lambda cfg: (
         "Fraction u_k of servers with at least k jobs under JSQ(d): closed form "
         "ρ^((d^k−1)/(d−1)) (solid), numerical mean-field fixed point (dashed; it coincides "
         "with the closed form to 1e-14), refined mean field u_k + V_k/N (dotted) and "
-        "simulation with N servers (markers, 95% batch-means CI). Right: log(−log u_k), whose "
-        "slope tends to log d: the tails decay doubly exponentially."
+        f"simulation with N = {cfg['N']} servers over {cfg['horizon']:g} mean service times "
+        "(markers, 95% batch-means CI). Right: log(−log u_k), whose slope tends to log d: the "
+        "tails decay doubly exponentially."
     ),
     methods=("CF", "MF", "SIM"),
     points=points,
