@@ -32,7 +32,7 @@ from lbrepro.models import service
 
 def validate(cfg: Mapping[str, Any]) -> None:
     """Loads, distributions and run length of the sweep."""
-    check_load_sweep("general-audit", cfg)
+    check_load_sweep(cfg)
 
 
 ITEMS: list[Item] = [("u", 2), ("u", 3), ("mean_sojourn", None)]

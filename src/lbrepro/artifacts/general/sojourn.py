@@ -38,7 +38,7 @@ ITEMS: list[Item] = [("mean_sojourn", None)]
 
 def validate(cfg: Mapping[str, Any]) -> None:
     """Loads, distributions and run length of the sweep."""
-    check_load_sweep("general-sojourn", cfg)
+    check_load_sweep(cfg)
 
 
 def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:

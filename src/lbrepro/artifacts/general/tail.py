@@ -55,9 +55,9 @@ from lbrepro.sim.runlength import event_budget
 
 def validate(cfg: Mapping[str, Any]) -> None:
     """The load, distributions and run length, each refused with its key."""
-    check_loads("general-tail.rho", [cfg["rho"]])
-    check_dists("general-tail.dists", cfg["dists"])
-    check_simulation("general-tail", cfg)
+    check_loads("rho", [cfg["rho"]])
+    check_dists("dists", cfg["dists"])
+    check_simulation(cfg)
 
 
 def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:

@@ -24,7 +24,7 @@ def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 
 def validate(cfg: Mapping[str, Any]) -> None:
     """Refuse an unknown or invalid distribution spec, naming its index."""
-    check_dists("general-theta-examples.dists", cfg["dists"])
+    check_dists("dists", cfg["dists"])
 
 
 def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
