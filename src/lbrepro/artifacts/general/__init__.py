@@ -19,9 +19,10 @@ to 1e-8, see tests) and simulation of N FCFS servers for any service distributio
   form, the exact mean field (PH only) and simulation, with relative errors and a verdict.
 
 Shared by several of them: :mod:`.config_checks` (config checks, point ids),
-:mod:`.point_runs` (one distribution at one load: closed form, mean field, simulation rows)
-and :mod:`.comparisons` (simulation against a reference, the N → ∞ extrapolation, and the
-published / mean-field / finite-N claims of general-sojourn and general-audit).
+:mod:`.point_runs` (one distribution at one load: closed form, mean field, simulation rows,
+and the controls' predictions at the neighbouring loads) and :mod:`.comparisons` (simulation
+against a reference, the N → ∞ extrapolation, and the published / mean-field claims of
+general-sojourn and general-audit, read from the table alone).
 """
 
 from __future__ import annotations
