@@ -21,6 +21,7 @@ from lbrepro.core.ids import num
 from lbrepro.core.io import select
 from lbrepro.core.stats import Estimate
 from lbrepro.core.verdicts import (
+    AGREEMENT,
     EmptyComparisonError,
     Verdict,
     agreement_margin,
@@ -46,14 +47,15 @@ LIMIT_NOTE = (
 
 LIMIT_RULE = (
     "Limit rule (ours): the paper's formulas are N → ∞ statements, while a simulation "
-    "at N sits O(1/N) away. Each point is also simulated with N/4 servers (an "
+    f"at N sits O(1/N) away. Each point is also simulated with N/{LIMIT_RATIO} servers (an "
     "independent stream) and the two runs are extrapolated to N → ∞ at the 1/N rate "
-    "(Richardson: (4·E_N − E_(N/4))/3, CI in quadrature); the published form and the "
-    "exact mean field must agree with that limit within the default 2% relative margin "
+    f"(Richardson: ({LIMIT_RATIO}·E_N − E_(N/{LIMIT_RATIO}))/{LIMIT_RATIO - 1}, CI in "
+    "quadrature); the published form and the exact mean field must agree with that limit "
+    f"within the default {AGREEMENT:.0%} relative margin "
     "(equivalence, two one-sided tests on the Bonferroni-widened 95% CIs; a fraction's "
     "margin is at least the resolution 1/(N·T) of the smaller run). Controls: the same "
-    "reference at the nearest lower load (steps of 0.02) more than 2 margins from the "
-    "prediction, its distance stated in margins. The "
+    f"reference at the nearest lower load (steps of {NEIGHBOUR:g}, at most {MAX_STEPS}) more "
+    f"than {AT_LEAST:g} margins from the prediction, its distance stated in margins. The "
     "former comparison at the fixed N with the plain mean field (a 'finite-N finding') "
     "is dropped: general service has no refined mean field to predict the 1/N offset, so "
     "the comparison only measured the run length; the offset is shown in the audit table. "

@@ -36,9 +36,13 @@ from lbrepro.core.claims import NOT_REPRODUCED, Claim, diagnostic, make_claim
 from lbrepro.core.ids import add_point
 from lbrepro.core.io import select
 from lbrepro.core.stats import Estimate
-from lbrepro.core.verdicts import EmptyComparisonError, agrees, estimate, fit_slope
+from lbrepro.core.verdicts import AGREEMENT, EmptyComparisonError, agrees, estimate, fit_slope
+from lbrepro.judging.neighbours import NEIGHBOUR
 from lbrepro.judging.tails import (
+    DIAGNOSTIC_LEVEL,
     NOTCH,
+    TAIL_LEVELS,
+    TAIL_SERVERS,
     doubly_exponential_slope,
     fraction_margin,
     slope_margin,
@@ -398,12 +402,13 @@ ARTIFACT = Artifact(
     kind="figure",
     title="Queue-length tails for light and heavy service tails",
     caption=(
-        "u_k against k (log scale) with d = 2 at ρ = 0.7: simulation of N FCFS servers "
-        "(markers, 95% CI; a caret: the interval reaches 0, below the axis) "
-        "against the published Π_k (solid) and, for phase-type service, the exact mean "
-        "field (dashed). Right: log(−log u_k), which grows with slope log d when the decay is "
-        "doubly exponential and flattens for a power law. Bramson, Lu & Prabhakar (2013): "
-        "for Ḡ(x) ~ x^−β the tail is doubly exponential iff β > d/(d − 1) = 2."
+        "u_k against k (log scale) at the configured load ρ, d and N (the left panel's "
+        "title): simulation of N FCFS servers (markers, 95% CI; a caret: the interval "
+        "reaches 0, below the axis) against the published Π_k (solid) and, for phase-type "
+        "service, the exact mean field (dashed). Right: log(−log u_k), which grows with "
+        "slope log d when the decay is doubly exponential and flattens for a power law. "
+        "Bramson, Lu & Prabhakar (2013): for Ḡ(x) ~ x^−β the tail is doubly exponential iff "
+        "β > β* = d/(d − 1) (the right panel's title gives its value)."
     ),
     methods=("CF", "MF", "SIM"),
     points=points,
@@ -421,28 +426,31 @@ ARTIFACT = Artifact(
         "configured horizon, its CI comes from batch means over it, and it is reported as not "
         "converged (the interval is too narrow).",
         "Doubly exponential verdict (ours): the slope of log(−log u_k), fitted by weighted "
-        "least squares over the deepest 3 levels held by ≥ 10 servers on average, must lie "
+        f"least squares over the deepest {TAIL_LEVELS} levels held by ≥ {TAIL_SERVERS:g} "
+        "servers on average, must lie "
         "above the midpoint between the slope of ρ^((d^k−1)/(d−1)) and that of a geometric "
         "tail ρ^k at the same levels and weights (nearer the doubly exponential tail, or "
         "steeper): the margin is half that distance, and the control — the tail is "
         "geometric, the closest tail that is not doubly exponential — lies 2 margins away.",
         "The published Π_k's rate (the paper's Π_k for every service law): the same fit must "
         "agree with the slope of log(−log Π_k) at the same levels and weights within the "
-        "default 2% relative margin; the control is a rate one notch slower, Π_k's slope "
-        "lowered by 3 margins. (Half the step to the closed form of base d − ½, the first "
-        "rule tried, put Erlang-2's true slope on the margin: it moved between reproduced "
-        "and not reproduced across seeds.) "
+        f"default {AGREEMENT:.0%} relative margin; the control is a rate one notch slower, "
+        f"Π_k's slope lowered by {NOTCH:g} margins. (Half the step to the closed form of base "
+        "d − ½, the first rule tried, put Erlang-2's true slope on the margin: it moved "
+        "between reproduced and not reproduced across seeds.) "
         "Bramson, Lu & Prabhakar's doubly exponential regime of power-law tails need not "
         "have base d.",
-        "Π_2, Π_3 against the simulation at N (the former 'finite-N finding'): at N = 10⁴ "
-        "the 1/N offset of u_2, u_3 is ~10⁻⁴, far below the 2% margin, so the comparison "
-        "tests the published fixed point itself; where it fails, the cause is the closed-"
-        "form defect (finding closed-form), not N.",
+        "Π_2, Π_3 against the simulation at N (the former 'finite-N finding'): at the "
+        "configured N (thousands of servers) the 1/N offset of u_2, u_3 is of order 1/N, far "
+        f"below the {AGREEMENT:.0%} margin, so the comparison tests the published fixed point "
+        "itself; where it fails, the cause is the closed-form defect (finding "
+        f"{CLOSED_FORM}), not N. Control: the published Π_2, Π_3 at the neighbouring load "
+        f"ρ − {NEIGHBOUR:g}, its distance stated in margins.",
         "Runs start empty. With Ḡ(x) ~ x^−β the busy fraction relaxes to ρ only like "
         "t^(1−β) (t^−0.5 for Lomax α = 1.5), so work conservation (u_1 = ρ: the 95% "
-        "interval rescaled to 99.9% covers ρ, and the run converged) is a diagnostic per "
-        "distribution: when it fails (Lomax α = 1.5 in the full run: u_1 = 0.6934 against "
-        "0.7) every verdict on that run is undecided (invalid run).",
+        f"interval rescaled to {DIAGNOSTIC_LEVEL:.1%} covers ρ, and the run converged) is a "
+        "diagnostic per distribution: when it fails (Lomax α = 1.5 in the full profile's "
+        "run: u_1 = 0.6934, below ρ) every verdict on that run is undecided (invalid run).",
         PH_NOTE,
     ),
 )
