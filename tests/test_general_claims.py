@@ -8,6 +8,7 @@ import pytest
 from lbrepro.artifacts.general import (
     PAPER,
     audit,
+    comparisons,
     sojourn,
     tail,
     theta_examples,
@@ -15,7 +16,7 @@ from lbrepro.artifacts.general import (
     theta_table,
 )
 from lbrepro.artifacts.general.comparisons import CLOSED_FORM
-from lbrepro.artifacts.general.point_runs import LIMIT_RATIO
+from lbrepro.artifacts.general.point_runs import LIMIT_RATIO, neighbour_rows
 from lbrepro.core.claims import (
     CONSISTENCY,
     DIAGNOSTIC,
@@ -27,6 +28,7 @@ from lbrepro.core.claims import (
     gate,
 )
 from lbrepro.core.verdicts import EmptyComparisonError
+from lbrepro.judging.neighbours import MAX_STEPS, neighbour_load
 from lbrepro.models import general as model
 from lbrepro.models import service
 
@@ -78,7 +80,8 @@ def truth(spec: str, rho: float, which: str, kmax: int = 12):
 
 
 def point_rows(spec: str, rho: float, sim_from: str, bias: float = 0.0, kmax: int = 6):
-    """cf, mf (PH) and sim rows: the simulation follows ``sim_from`` plus bias·value/N.
+    """cf, mf (PH) and sim rows: the simulation follows ``sim_from`` plus bias·value/N; and
+    the controls' predictions at the neighbouring loads, as compute writes them.
 
     The small run (N/4, role = limit) carries four times the bias, so the extrapolation to
     N → ∞ removes it exactly.
@@ -107,6 +110,7 @@ def point_rows(spec: str, rho: float, sim_from: str, bias: float = 0.0, kmax: in
             for k in range(kmax + 1)
         ]
         rows.append(sim_row(base, "mean_sojourn", src_t * f, n, limit=limit))
+    rows += neighbour_rows({"dist": spec, "rho": rho, "d": D}, audit.ITEMS)
     return rows  # fmt: skip
 
 
@@ -165,9 +169,9 @@ def test_sojourn_straddles_when_the_interval_is_wide() -> None:
 
 
 def test_sojourn_discloses_the_mitzenmacher_conflict() -> None:
-    claims = sojourn.check(
-        [r for rho in RHOS for r in point_rows("exp", rho, "mf")], sojourn_cfg("exp")
-    )
+    rows = [r for rho in RHOS for r in point_rows("exp", rho, "mf")]
+    at = {"mitzenmacher_rho": sojourn.MITZENMACHER_RHO, "rho": RHOS[0], "d": D}
+    claims = sojourn.check(rows + sojourn.mitzenmacher_rows(at), sojourn_cfg("exp"))
     c = by(claims, "Corollary 3.8")
     assert "2.6141" in c.claim and "1.9464" in c.claim  # both numbers, ρ = 0.9, d = 2
     assert c.status == NOT_REPRODUCED and c.finding == sojourn.TD_CONFLICT
@@ -194,6 +198,34 @@ def test_sojourn_without_the_limit_run_fails_loudly() -> None:
     ]
     with pytest.raises(EmptyComparisonError):
         sojourn.check(rows, sojourn_cfg("erlang:2"))
+
+
+def test_sojourn_without_the_controls_predictions_fails_loudly() -> None:
+    """The controls' predictions are rows of the table (compute writes them): a table without
+    them is refused, never completed by a model call in the check."""
+    rows = [
+        r
+        for rho in RHOS
+        for r in point_rows("erlang:2", rho, "mf")
+        if not r["quantity"].endswith("_neighbour")
+    ]
+    with pytest.raises(EmptyComparisonError):
+        sojourn.check(rows, sojourn_cfg("erlang:2"))
+    with pytest.raises(EmptyComparisonError):
+        sojourn.check(point_rows("exp", 0.5, "mf"), {"dists": ["exp"], "rho": [0.5], "d": D})
+
+
+def test_the_control_moves_out_step_by_step_until_distinct() -> None:
+    """The sweep's control takes the fewest steps below ρ that put it more than AT_LEAST
+    margins away (judging.neighbours), and the farthest step otherwise."""
+    far = {1: 0.5, 2: 1.9, 3: 2.4, 4: 9.0, 5: 9.0}
+    assert comparisons.nearest_distinct_steps(0.5, far.__getitem__) == (3, 2.4)
+    assert comparisons.nearest_distinct_steps(0.03, lambda s: 1.0) == (MAX_STEPS, 1.0)
+    rows = point_rows("erlang:2", 0.5, "mf")
+    steps = {r["steps"] for r in rows if r["quantity"] == "mean_sojourn_neighbour"}
+    assert steps == set(range(1, MAX_STEPS + 1))
+    loads = {r["steps"]: r["rho_neighbour"] for r in rows if r["quantity"] == "u_neighbour"}
+    assert loads == {s: neighbour_load(0.5, s) for s in steps}
 
 
 # ---------------------------------------------------------------------------------------
@@ -239,6 +271,7 @@ def tail_rows(spec: str, rho: float, u_of_k, kmax: int = 12, rel: float = 1e-3) 
     ]
     rows += [sim_row(base, "u", u_of_k(k), N, k, rel=rel) for k in range(kmax + 1)]
     rows.append(base | {"method": "path", "quantity": "max_queue", "value": 9, "N": N})
+    rows += tail.claim_rows({"dist": spec, "rho": rho, "d": D, "kmax": kmax})
     return rows  # fmt: skip
 
 

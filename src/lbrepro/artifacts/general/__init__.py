@@ -19,9 +19,10 @@ to 1e-8, see tests) and simulation of N FCFS servers for any service distributio
   form, the exact mean field (PH only) and simulation, with relative errors and a verdict.
 
 Shared by several of them: :mod:`.config_checks` (config checks, point ids),
-:mod:`.point_runs` (one distribution at one load: closed form, mean field, simulation rows)
-and :mod:`.comparisons` (simulation against a reference, the N → ∞ extrapolation, and the
-published / mean-field / finite-N claims of general-sojourn and general-audit).
+:mod:`.point_runs` (one distribution at one load: closed form, mean field, simulation rows,
+and the controls' predictions at the neighbouring loads) and :mod:`.comparisons` (simulation
+against a reference, the N → ∞ extrapolation, and the published / mean-field claims of
+general-sojourn and general-audit, read from the table alone).
 """
 
 from __future__ import annotations
@@ -35,8 +36,16 @@ from lbrepro.artifacts.general import (
     theta_table,
 )
 from lbrepro.artifacts.general.comparisons import CLOSED_FORM
-from lbrepro.artifacts.general.sojourn import TD_CONFLICT
+from lbrepro.artifacts.general.sojourn import (
+    MITZENMACHER_D,
+    MITZENMACHER_EXAMPLE,
+    MITZENMACHER_RHO,
+    TD_CONFLICT,
+)
 from lbrepro.artifacts.registry import Paper
+
+_T_MITZ, _T_REC = MITZENMACHER_EXAMPLE
+_GAP = f"{(_T_REC - _T_MITZ) / _T_MITZ:+.1%}".replace("-", "−")
 
 PAPER = Paper(
     "general",
@@ -75,9 +84,10 @@ PAPER = Paper(
         ),
         TD_CONFLICT: (
             "The seed says its T_d “is the same as Corollary 3.8 in Mitzenmacher” for "
-            "exponential service, i.e. T = Σ_i ρ^((d^i−d)/(d−1)) = 2.614 at ρ = 0.9, d = 2 "
-            "(the exact mean field agrees), while the T_d reconstructed in docs/models.md "
-            "from the seed's surviving text gives 1.946 there (−25.5%). The seed lost the "
+            f"exponential service, i.e. T = Σ_i ρ^((d^i−d)/(d−1)) = {_T_MITZ:.3f} at "
+            f"ρ = {MITZENMACHER_RHO:g}, d = {MITZENMACHER_D} (the exact mean field agrees), "
+            "while the T_d reconstructed in docs/models.md from the seed's surviving text "
+            f"gives {_T_REC:.3f} there ({_GAP}). The seed lost the "
             "equation, so the reconstruction, the seed's statement, or both are wrong; "
             "general-sojourn's claim shows both numbers."
         ),

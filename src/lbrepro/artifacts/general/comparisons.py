@@ -1,32 +1,44 @@
 """Simulation against the published form and the exact mean field: estimates, the N → ∞
 extrapolation, and the claims general-sojourn and general-audit make alike (the published form
-is the limit; the mean field is the limit; the finite-N finding), each with its control."""
+is the limit; the mean field is the limit), each with its control.
+
+Everything here reads the table only: the controls' predictions at the neighbouring loads are
+rows that compute wrote (:func:`~lbrepro.artifacts.general.point_runs.neighbour_rows`); no
+model is called.
+"""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from lbrepro.artifacts.general.config_checks import point_id_fragment
-from lbrepro.artifacts.general.point_runs import LIMIT_RATIO, main_rows
+from lbrepro.artifacts.general.point_runs import LIMIT_RATIO, NEIGHBOUR_SUFFIX, Item, main_rows
 from lbrepro.artifacts.registry import Rows
 from lbrepro.core.claims import NOT_REPRODUCED, Claim, diagnostic, make_claim
 from lbrepro.core.ids import num
 from lbrepro.core.io import select
 from lbrepro.core.stats import Estimate
 from lbrepro.core.verdicts import (
+    AGREEMENT,
     EmptyComparisonError,
     Verdict,
     agreement_margin,
     agrees,
     estimate,
 )
-from lbrepro.judging.neighbours import NEIGHBOUR
+from lbrepro.judging.neighbours import (
+    MAX_STEPS,
+    NEIGHBOUR,
+    nearest_distinct_load,
+    neighbour_load,
+)
 from lbrepro.judging.tails import covers, resolution
-from lbrepro.models import general as model
-from lbrepro.models import service
 
-Item = tuple[str, int | None]  # (quantity, level k or None)
+#: How far (in margins) a control's prediction must lie from the claim's: a claim that holds
+#: then makes its control fail.
+AT_LEAST = 2.0
 
 LIMIT_NOTE = (
     f"N → ∞ estimated from runs at N and N/{LIMIT_RATIO} by Richardson extrapolation at the "
@@ -35,14 +47,15 @@ LIMIT_NOTE = (
 
 LIMIT_RULE = (
     "Limit rule (ours): the paper's formulas are N → ∞ statements, while a simulation "
-    "at N sits O(1/N) away. Each point is also simulated with N/4 servers (an "
+    f"at N sits O(1/N) away. Each point is also simulated with N/{LIMIT_RATIO} servers (an "
     "independent stream) and the two runs are extrapolated to N → ∞ at the 1/N rate "
-    "(Richardson: (4·E_N − E_(N/4))/3, CI in quadrature); the published form and the "
-    "exact mean field must agree with that limit within the default 2% relative margin "
+    f"(Richardson: ({LIMIT_RATIO}·E_N − E_(N/{LIMIT_RATIO}))/{LIMIT_RATIO - 1}, CI in "
+    "quadrature); the published form and the exact mean field must agree with that limit "
+    f"within the default {AGREEMENT:.0%} relative margin "
     "(equivalence, two one-sided tests on the Bonferroni-widened 95% CIs; a fraction's "
     "margin is at least the resolution 1/(N·T) of the smaller run). Controls: the same "
-    "reference at the nearest lower load (steps of 0.02) more than 2 margins from the "
-    "prediction, its distance stated in margins. The "
+    f"reference at the nearest lower load (steps of {NEIGHBOUR:g}, at most {MAX_STEPS}) more "
+    f"than {AT_LEAST:g} margins from the prediction, its distance stated in margins. The "
     "former comparison at the fixed N with the plain mean field (a 'finite-N finding') "
     "is dropped: general service has no refined mean field to predict the 1/N offset, so "
     "the comparison only measured the run length; the offset is shown in the audit table. "
@@ -130,21 +143,43 @@ def table_ref(rows: Rows, method: str, spec: str, rho: float, d: int, item: Item
     return None if row is None else as_float(row["value"])
 
 
-def model_ref(method: str, spec: str, rho: float, d: int, items: list[Item]) -> list[float]:
-    """The published form (cf) or the exact PH mean field (mf) at load ρ, recomputed.
+def service_label(rows: Rows, spec: str) -> str:
+    """The label of the service law ``spec`` as its rows carry it ("Erlang-2", …)."""
+    for r in rows:
+        if r.get("dist") == spec and r.get("label"):
+            return str(r["label"])
+    raise EmptyComparisonError(f"no rows of the service law {spec!r}")
 
-    The controls need the reference at a load no point was computed at.
-    """
-    dist = service.parse(spec)
-    lam = rho / dist.mean
-    if method == "cf":
-        kmax = max((k for _, k in items if k is not None), default=1)
-        u = model.published_tail(dist, lam, d, kmax=kmax, tol=0.0)
-        t = model.published_sojourn(dist, lam, d)
-    else:
-        mf = model.cavity_fixed_point(dist, lam, d)
-        u, t = mf.u, mf.mean_sojourn(lam)
-    return [t if k is None else (float(u[k]) if k < len(u) else 0.0) for _, k in items]
+
+def has_mean_field(rows: Rows, spec: str) -> bool:
+    """Whether the table holds the exact mean field of ``spec`` (phase-type service only)."""
+    return bool(select(rows, method="mf", dist=spec))
+
+
+def neighbour_ref(
+    rows: Rows, method: str, spec: str, rho: float, d: int, items: list[Item], steps: int
+) -> list[float]:
+    """A control's prediction: ``method`` of ``items`` at the load ``steps`` steps below ρ,
+    as compute wrote it (:func:`~lbrepro.artifacts.general.point_runs.neighbour_rows`)."""
+    out = []
+    for q, k in items:
+        row = first_row(rows, method, q + NEIGHBOUR_SUFFIX, k, dist=spec, rho=rho, d=d, steps=steps)
+        if row is None:
+            raise EmptyComparisonError(
+                f"{spec}: no {method} prediction of {q} k={k} {steps} steps below ρ = {rho:g}"
+            )
+        out.append(as_float(row["value"]))
+    return out
+
+
+def nearest_distinct_steps(rho: float, distance: Callable[[int], float]) -> tuple[int, float]:
+    """:func:`~lbrepro.judging.neighbours.nearest_distinct_load` counted in steps: the fewest
+    steps below ρ whose prediction lies more than :data:`AT_LEAST` margins from the claim's
+    (``distance(steps)``), and that distance. A sweep's control moves every load by the same
+    number of steps, so the search runs on the loads of its first point."""
+    by_load = {neighbour_load(rho, s): s for s in range(1, MAX_STEPS + 1)}
+    load, far = nearest_distinct_load(rho, lambda load: distance(by_load[load]), AT_LEAST)
+    return by_load[load], far
 
 
 def against(
@@ -155,14 +190,16 @@ def against(
     items: list[Item],
     method: str,
     limit: bool,
-) -> tuple[Verdict, Verdict, float, float]:
+) -> tuple[Verdict, Verdict, float, int]:
     """Simulation (N → ∞ extrapolation if ``limit``) against a method, its control, the
-    control's distance (in margins, at the comparison farthest off) and its load offset.
+    control's distance (in margins, at the comparison farthest off) and its load steps.
 
     The statistic is :func:`agrees` over every (ρ, item) together, each with the default 2%
     margin (a fraction's at least its resolution); the control replaces the method by the
-    same method at the nearest lower load, in steps of 0.02 (:data:`NEIGHBOUR`), that puts
-    it more than 2 margins from the prediction (so a claim that holds makes it fail).
+    same method at the nearest lower load, in steps of :data:`NEIGHBOUR`, that puts it more
+    than :data:`AT_LEAST` margins from the prediction (so a claim that holds makes it fail).
+    The predictions at every step are rows of the table; the margins come from its exact
+    rows and the runs' resolution, so the search reads the table only.
     """
     est, margins, refs, labels = [], [], [], []
     for rho in rhos:
@@ -175,17 +212,16 @@ def against(
         margins += [agreement_margin(x, floor=f) for x, f in zip(r, res, strict=True)]
         labels += [item_label(it, rho) for it in items]
     finite = [i for i, x in enumerate(refs) if math.isfinite(x)]
-    for step in range(1, 6):
-        offset = step * NEIGHBOUR
-        alt = [
-            a
-            for rho in rhos
-            for a in model_ref(method, spec, rho - offset if rho > offset else rho + offset,
-                               d, items)
-        ]  # fmt: skip
-        far = max((abs(alt[i] - refs[i]) / margins[i] for i in finite), default=math.inf)
-        if far > 2:
-            break
+
+    def alternative(steps: int) -> list[float]:
+        return [a for rho in rhos for a in neighbour_ref(rows, method, spec, rho, d, items, steps)]
+
+    def distance(steps: int) -> float:
+        alt = alternative(steps)
+        return max((abs(alt[i] - refs[i]) / margins[i] for i in finite), default=math.inf)
+
+    steps, far = nearest_distinct_steps(rhos[0], distance)
+    alt = alternative(steps)
     pick = [i for i in range(len(refs)) if math.isfinite(refs[i]) and math.isfinite(alt[i])]
     if not pick:
         raise EmptyComparisonError(f"{spec}: {method} is infinite at every load")
@@ -198,7 +234,7 @@ def against(
             labels=[labels[i] for i in pick],
         )
 
-    return test(refs), test(alt), far, offset
+    return test(refs), test(alt), far, steps
 
 
 def diagnostics(rows: Rows, spec: str, rhos: list[float], d: int) -> list[Claim]:
@@ -218,7 +254,7 @@ def diagnostics(rows: Rows, spec: str, rhos: list[float], d: int) -> list[Claim]
         raise EmptyComparisonError(f"{spec}: no simulated u_1 to check")
     return [
         diagnostic(
-            f"{service.parse(spec).label}: every run conserves work — time-average busy "
+            f"{service_label(rows, spec)}: every run conserves work — time-average busy "
             "fraction u_1 equals ρ at every load and N",
             covers(est, refs, floors, what="u_1 = ρ"),
             runs=[run_label(spec, rho) for rho in rhos],
@@ -226,9 +262,39 @@ def diagnostics(rows: Rows, spec: str, rhos: list[float], d: int) -> list[Claim]
     ]
 
 
-def neighbours(rhos: list[float], offset: float = NEIGHBOUR) -> str:
-    """The controls' neighbouring loads, listed for a claim's control text."""
-    return ", ".join(f"{r - offset if r > offset else r + offset:g}" for r in rhos)
+def neighbours(rhos: list[float], steps: int = 1) -> str:
+    """The controls' neighbouring loads, ``steps`` steps below each ρ, for a control's text."""
+    return ", ".join(f"{neighbour_load(r, steps):g}" for r in rhos)
+
+
+def sweep_claims(
+    rows: Rows,
+    cfg: Mapping[str, Any],
+    items: list[Item],
+    *,
+    published: Callable[[str], str],
+    published_name: str,
+    mean_field: Callable[[str], str],
+) -> list[Claim]:
+    """The claims of a load sweep (general-sojourn, general-audit), per distribution of
+    ``cfg["dists"]`` at every load of ``cfg["rho"]``: its work-conservation diagnostic, then
+    :func:`published_and_mean_field_claims` on ``items``, stated by ``published(label)`` and
+    ``mean_field(label)`` of the service law's label."""
+    claims: list[Claim] = []
+    d, rhos = cfg["d"], list(cfg["rho"])
+    for spec in cfg["dists"]:
+        label = service_label(rows, spec)
+        claims += published_and_mean_field_claims(
+            rows,
+            spec,
+            rhos,
+            d,
+            items,
+            published=published(label),
+            published_name=published_name,
+            mean_field=mean_field(label),
+        )
+    return claims
 
 
 def published_and_mean_field_claims(
@@ -245,37 +311,30 @@ def published_and_mean_field_claims(
     """The claims on one distribution's load sweep, after its work-conservation diagnostic.
 
     ``published``: the published form is the N → ∞ limit (the paper's claim; a failure is
-    the closed-form finding); for phase-type service also ``mean_field``: the exact mean
-    field is that limit (lbrepro). ``published_name`` names the reference in the control.
+    the closed-form finding); for phase-type service (the table holds its exact mean field)
+    also ``mean_field``: the exact mean field is that limit (lbrepro). ``published_name``
+    names the reference in the control.
     """
     claims = diagnostics(rows, spec, rhos, d)
     runs = [run_label(spec, rho) for rho in rhos]
-    claim, ctrl, far, offset = against(rows, spec, rhos, d, items, "cf", limit=True)
-    loads = neighbours(rhos, offset)
-    claims.append(
-        make_claim(
-            published,
-            claim,
-            control=(f"{published_name} at the neighbouring loads {loads}", ctrl),
-            distance=f"ρ − {offset:.2g}: up to {far:.1f} margins from the prediction",
-            details=LIMIT_NOTE,
-            finding=CLOSED_FORM if claim.outcome == NOT_REPRODUCED else None,
-            runs=runs,
+    for method, statement, name, source in (
+        ("cf", published, published_name, "paper"),
+        ("mf", mean_field, "the mean field", "lbrepro"),
+    ):
+        if method == "mf" and not has_mean_field(rows, spec):
+            break
+        claim, ctrl, far, steps = against(rows, spec, rhos, d, items, method, limit=True)
+        claims.append(
+            make_claim(
+                statement,
+                claim,
+                control=(f"{name} at the neighbouring loads {neighbours(rhos, steps)}", ctrl),
+                distance=f"ρ − {steps * NEIGHBOUR:.2g}: up to {far:.1f} margins from the "
+                "prediction",
+                source=source,
+                details=LIMIT_NOTE,
+                finding=CLOSED_FORM if method == "cf" and claim.outcome == NOT_REPRODUCED else None,
+                runs=runs,
+            )
         )
-    )
-    if not service.parse(spec).is_phase_type:
-        return claims
-    claim, ctrl, far, offset = against(rows, spec, rhos, d, items, "mf", limit=True)
-    loads = neighbours(rhos, offset)
-    claims.append(
-        make_claim(
-            mean_field,
-            claim,
-            control=(f"the mean field at the neighbouring loads {loads}", ctrl),
-            distance=f"ρ − {offset:.2g}: up to {far:.1f} margins from the prediction",
-            source="lbrepro",
-            details=LIMIT_NOTE,
-            runs=runs,
-        )
-    )
     return claims

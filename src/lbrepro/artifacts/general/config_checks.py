@@ -1,7 +1,8 @@
 """Config checks and point ids shared by the general-service artifacts.
 
-Each check raises a :class:`ConfigError` naming the offending key, so a bad config stops before
-any job with one clear line.
+Each check raises a :class:`ConfigError` naming the offending key inside the artifact's section
+(``rho[1]``, ``warmup``): the pipeline prefixes the artifact id, so a bad config stops before
+any job with one clear line (``general-sojourn.rho[1]: …``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ def point_id_fragment(spec: str) -> str:
 
 
 def check_dists(key: str, specs: Any) -> list[service.ServiceDist]:
-    """Parse every distribution spec, naming ``key[i]`` of the first one that is invalid."""
+    """Parse every distribution spec, naming ``key[i]`` (``dists[i]``) of the first invalid one."""
     out = []
     for i, spec in enumerate(specs):
         try:
@@ -37,15 +38,15 @@ def check_loads(key: str, rhos: Any) -> None:
             raise ConfigError(f"{key}[{i}]", f"load rho = {rho} must lie in (0, 1) (stability)")
 
 
-def check_simulation(key: str, cfg: Mapping[str, Any]) -> None:
+def check_simulation(cfg: Mapping[str, Any]) -> None:
     """Refuse a warm-up as long as the horizon or an empty system, before any job starts."""
-    check_warmup(f"{key}.warmup", cfg["warmup"], cfg["horizon"])
+    check_warmup("warmup", cfg["warmup"], cfg["horizon"])
     if cfg["N"] < 1:
-        raise ConfigError(f"{key}.N", "must be >= 1")
+        raise ConfigError("N", "must be >= 1")
 
 
-def check_load_sweep(artifact_id: str, cfg: Mapping[str, Any]) -> None:
+def check_load_sweep(cfg: Mapping[str, Any]) -> None:
     """Checks of a (distributions × loads) simulation sweep: loads, distributions, run length."""
-    check_loads(f"{artifact_id}.rho", cfg["rho"])
-    check_dists(f"{artifact_id}.dists", cfg["dists"])
-    check_simulation(artifact_id, cfg)
+    check_loads("rho", cfg["rho"])
+    check_dists("dists", cfg["dists"])
+    check_simulation(cfg)

@@ -1,11 +1,12 @@
 """One distribution at one load: the published closed form, the exact mean field (phase-type
 service) and simulation of N FCFS servers, as tidy rows — the compute step shared by
-general-sojourn, general-tail and general-audit."""
+general-sojourn, general-tail and general-audit — and the controls' predictions at the
+neighbouring loads (:func:`neighbour_rows`), so that their checks read only their tables."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -16,12 +17,15 @@ from lbrepro.core import footprint
 from lbrepro.core.ids import add_point, num
 from lbrepro.core.packing import simulation_seconds
 from lbrepro.core.rows import estimate_row
+from lbrepro.judging.neighbours import MAX_STEPS, neighbour_load
 from lbrepro.models import general as model
 from lbrepro.models import service
 from lbrepro.sim.general_service import EVENTS_PER_SECOND
 
 #: The second run of a limit test has N / LIMIT_RATIO servers.
 LIMIT_RATIO = 4
+
+Item = tuple[str, int | None]  # (quantity, level k or None): u_k, or E[T] ("mean_sojourn")
 
 PH_NOTE = (
     "The exact mean field (method mf) is computed for phase-type service only (exponential, "
@@ -54,13 +58,19 @@ BYTES_PER_SERVER = 32
 MEAN_FIELD_BYTES = 64 * 64 * 64 * footprint.FLOAT
 
 
+#: Rows of the controls' predictions of a point at most: two methods × MAX_STEPS loads ×
+#: three quantities (:func:`neighbour_rows`), and general-sojourn's three Mitzenmacher rows.
+CONTROL_ROWS = 2 * MAX_STEPS * 3 + 3
+
+
 def point_memory(p: Mapping[str, Any]) -> footprint.Footprint:
     """Bytes of a simulation point: the kernel's per-server arrays, the phase-type mean field,
-    and its rows (u_0..u_kmax of the runs)."""
+    and its rows (u_0..u_kmax of the runs and general-tail's log Π_1..log Π_kmax, and the
+    controls' predictions)."""
     return {
         "N": BYTES_PER_SERVER * p["N"],
         "dists": MEAN_FIELD_BYTES,
-        "kmax": footprint.rows(4 * (p["kmax"] + 1) + 8),
+        "kmax": footprint.rows(5 * (p["kmax"] + 1) + 8 + CONTROL_ROWS),
     }
 
 
@@ -195,6 +205,75 @@ def point_rows(
 def point_rows_with_limit_run(p: Mapping[str, Any], seed: np.random.SeedSequence) -> Rows:
     """:func:`point_rows` plus the N/LIMIT_RATIO run that the N → ∞ claims extrapolate from."""
     return point_rows(p, seed, limit=True)
+
+
+def model_ref(method: str, spec: str, rho: float, d: int, items: list[Item]) -> list[float]:
+    """The published form (cf) or the exact PH mean field (mf) of ``items`` at load ρ.
+
+    The controls need the reference at a load no point was computed at.
+    """
+    dist = service.parse(spec)
+    lam = rho / dist.mean
+    if method == "cf":
+        kmax = max((k for _, k in items if k is not None), default=1)
+        u = model.published_tail(dist, lam, d, kmax=kmax, tol=0.0)
+        t = model.published_sojourn(dist, lam, d)
+    else:
+        mf = model.cavity_fixed_point(dist, lam, d)
+        u, t = mf.u, mf.mean_sojourn(lam)
+    return [t if k is None else (float(u[k]) if k < len(u) else 0.0) for _, k in items]
+
+
+#: The quantity of a control's prediction of ``quantity`` at a neighbouring load.
+NEIGHBOUR_SUFFIX = "_neighbour"
+
+
+def neighbour_rows(
+    p: Mapping[str, Any],
+    items: list[Item],
+    methods: Iterable[str] = ("cf", "mf"),
+    steps: Iterable[int] = range(1, MAX_STEPS + 1),
+) -> Rows:
+    """The controls' predictions of one point: ``items`` by each method (mf for phase-type
+    service only) at the loads ``steps`` steps of NEIGHBOUR below the point's
+    (:func:`lbrepro.judging.neighbours.neighbour_load`), as exact rows of quantity
+    ``<quantity>_neighbour`` with their ``steps`` and ``rho_neighbour``.
+
+    Every step a search may reach is written: which one a control uses depends on the margins
+    of the whole load sweep (the check picks it, :mod:`.comparisons`).
+    """
+    spec, rho, d = p["dist"], p["rho"], p["d"]
+    dist = service.parse(spec)
+    base = {"dist": spec, "label": dist.label, "rho": rho, "d": d}
+    rows: Rows = []
+    for method in methods:
+        if method == "mf" and not dist.is_phase_type:
+            continue
+        for s in steps:
+            load = neighbour_load(rho, s)
+            for (q, k), v in zip(items, model_ref(method, spec, load, d, items), strict=True):
+                level = {} if k is None else {"k": k}
+                rows.append(
+                    base
+                    | {"method": method, "quantity": q + NEIGHBOUR_SUFFIX}
+                    | level
+                    | {
+                        "value": "inf" if v == math.inf else float(v),
+                        "steps": s,
+                        "rho_neighbour": load,
+                    }
+                )
+    return rows
+
+
+def load_sweep_compute(items: list[Item]):
+    """The compute of a load-sweep artifact whose claims compare ``items``: the point's rows
+    with the N/LIMIT_RATIO run, and its controls' predictions (:func:`neighbour_rows`)."""
+
+    def compute(p: Mapping[str, Any], seed: np.random.SeedSequence) -> Rows:
+        return point_rows_with_limit_run(p, seed) + neighbour_rows(p, items)
+
+    return compute
 
 
 def main_rows(rows: Rows) -> Rows:

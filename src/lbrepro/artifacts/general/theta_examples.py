@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from lbrepro.artifacts.general import theta_estimates
+from lbrepro.artifacts.general.comparisons import service_label
 from lbrepro.artifacts.general.config_checks import check_dists
 from lbrepro.artifacts.registry import Artifact, Rows
 from lbrepro.core.claims import Claim, close, consistency
@@ -24,7 +25,7 @@ def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 
 def validate(cfg: Mapping[str, Any]) -> None:
     """Refuse an unknown or invalid distribution spec, naming its index."""
-    check_dists("general-theta-examples.dists", cfg["dists"])
+    check_dists("dists", cfg["dists"])
 
 
 def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
@@ -52,7 +53,7 @@ def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
         err = max(abs(quad[d] - pub[d]) / pub[d] for d in pub)
         claims.append(
             consistency(
-                f"θ closed form of the paper's example for {service.parse(spec).label} equals "
+                f"θ closed form of the paper's example for {service_label(rows, spec)} equals "
                 "the quadrature ∫(μḠ)^d (the same integral done by hand)",
                 close(0.0, float(f"{err:.3g}"), 1e-8),
                 source="paper",

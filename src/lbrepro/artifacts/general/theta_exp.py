@@ -92,8 +92,9 @@ ARTIFACT = Artifact(
     kind="figure",
     title="θ against μ for exponential service",
     caption=(
-        "θ = ∫(μe^(−μx))^d dx against the service rate μ for d = 2 (θ = μ/2) and d = 3 "
-        "(θ = μ²/3): the published formula (lines) and adaptive quadrature (circles)."
+        "θ = ∫(μe^(−μx))^d dx against the service rate μ for each configured d (θ = "
+        "μ^(d−1)/d: μ/2 at d = 2, μ²/3 at d = 3): the published formula (lines) and "
+        "adaptive quadrature (circles)."
     ),
     methods=("CF",),
     points=points,
