@@ -22,10 +22,6 @@ COMPUTING = ("lbrepro.models", "lbrepro.sim", "lbrepro.meanfield")
 CALLS_A_MODEL = {
     "hetero-stability",
     "whittle-gaps",
-    "general-theta-examples",
-    "general-sojourn",
-    "general-tail",
-    "general-audit",
     "affinity-table1",
     "affinity-stepfunctions",
     "affinity-dstar",
