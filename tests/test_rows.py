@@ -5,6 +5,7 @@ artifact, the row and the column."""
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import pytest
 
@@ -79,3 +80,23 @@ def test_collect_fails_on_a_table_without_converged(tmp_path):
 def test_every_column_is_declared_with_a_meaning_and_a_kind():
     for name, column in COLUMNS.items():
         assert column.meaning and column.kind in {"text", "number", "integer", "flag", "id"}, name
+
+
+def test_an_infinite_value_survives_collection(tmp_path):
+    """A job writes an infinite value as "inf"; collecting reads it back as a float inf and
+    writes the table again: the cell still says "inf" (it used to come out empty)."""
+    from lbrepro.core.io import read_table, write_table
+
+    first, second = tmp_path / "job.csv", tmp_path / "table.csv"
+    write_table([{"value": math.inf, "low": -math.inf, "nan": math.nan, "x": 1.5}], first)
+    rows = read_table(first)
+    assert {k: rows[0][k] for k in ("value", "low", "nan", "x")} == {
+        "value": math.inf,
+        "low": -math.inf,
+        "nan": None,
+        "x": 1.5,
+    }
+    write_table(rows, second)
+    again = second.read_text().splitlines()
+    cells = dict(zip(again[0].split(","), again[1].split(","), strict=True))
+    assert (cells["value"], cells["low"], cells["nan"], cells["x"]) == ("inf", "-inf", "", "1.5")

@@ -109,8 +109,18 @@ def write_table(rows: Sequence[Mapping[str, Any]], path: str | Path) -> None:
         writer = csv.DictWriter(fh, fieldnames=columns, lineterminator="\n")
         writer.writeheader()
         for row in rows:
-            plain = {k: _plain(v) for k, v in row.items()}
-            writer.writerow({k: ("" if plain.get(k) is None else plain[k]) for k in columns})
+            writer.writerow({k: _cell(row.get(k)) for k in columns})
+
+
+def _cell(value: Any) -> Any:
+    """A CSV cell: plain Python, an infinity as the text "inf" or "-inf" (a cell, unlike JSON,
+    can say so, and :func:`read_table` reads it back), NaN and missing values empty."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    plain = _plain(value)
+    return "" if plain is None else plain
 
 
 def _parse(cell: str) -> Any:
