@@ -24,6 +24,7 @@ __all__ = [
     "JOB_SEPARATOR",
     "POINT_START_SECONDS",
     "pack_points",
+    "queue_simulation_seconds",
     "simulation_seconds",
     "startup_cost",
 ]
@@ -44,6 +45,19 @@ def simulation_seconds(events: float, events_per_second: float) -> float:
     """A simulation point's estimated seconds: its events at the kernel's typical rate (each
     simulating module's ``EVENTS_PER_SECOND``) after :data:`POINT_START_SECONDS`."""
     return POINT_START_SECONDS + events / events_per_second
+
+
+def queue_simulation_seconds(
+    arrival_rate: float,
+    servers: float,
+    horizon: float,
+    events_per_second: float,
+    slowdown: float = 1.0,
+) -> float:
+    """The estimated seconds of a queueing simulation — every paper's cost rule: arrivals and
+    departures, 2λN events per unit time over ``horizon``, at the kernel's typical rate
+    divided by ``slowdown`` (a regime its benchmarks found slower)."""
+    return simulation_seconds(2.0 * arrival_rate * servers * horizon * slowdown, events_per_second)
 
 
 def pack_points(costs: Mapping[str, float | None], budget: float) -> dict[str, list[str]]:

@@ -9,7 +9,7 @@ import numpy as np
 
 from lbrepro.core import footprint
 from lbrepro.core.args import check_stable_load
-from lbrepro.core.packing import simulation_seconds
+from lbrepro.core.packing import queue_simulation_seconds
 from lbrepro.core.rows import estimate_row
 from lbrepro.models import supermarket as model
 from lbrepro.sim.occupancy import EVENTS_PER_SECOND, OccupancySimResult
@@ -83,10 +83,10 @@ def simulate_point(
 
 def simulation_cost(p: Mapping[str, Any]) -> float:
     """Estimated seconds of a point: arrivals and departures, 2ρN per unit time."""
-    events = 2 * p["rho"] * p["N"] * p["horizon"]
-    if p["d"] == 1:
-        events *= SINGLE_CHOICE_SLOWDOWN
-    return simulation_seconds(events, EVENTS_PER_SECOND)
+    slowdown = SINGLE_CHOICE_SLOWDOWN if p["d"] == 1 else 1.0
+    return queue_simulation_seconds(
+        arrival_rate(p["rho"]), p["N"], p["horizon"], EVENTS_PER_SECOND, slowdown
+    )
 
 
 #: Bytes per server of a run's start state (N occupancies drawn from the fixed point, and

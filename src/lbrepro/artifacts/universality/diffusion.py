@@ -442,7 +442,7 @@ def cost(p: Mapping[str, Any]) -> float:
     """Estimated seconds of a simulation point, or of the SDE point (its steps)."""
     if "N" not in p:
         return sde_cost(p)
-    return simulation_cost(events_per_time(p["N"], p["beta"]), p)
+    return simulation_cost(model.halfin_whitt_lam(p["N"], p["beta"]), p)
 
 
 ARTIFACT = Artifact(

@@ -11,7 +11,7 @@ import numpy as np
 
 from lbrepro.artifacts.registry import Rows
 from lbrepro.core import footprint
-from lbrepro.core.packing import simulation_seconds
+from lbrepro.core.packing import queue_simulation_seconds, simulation_seconds
 from lbrepro.core.rows import estimate_row
 from lbrepro.models import universality as model
 from lbrepro.sim.occupancy import EVENTS_PER_SECOND, OccupancySimResult
@@ -24,18 +24,16 @@ __all__ = ["sim_rows", "simulate_point"]
 LARGE_N, LARGE_N_SLOWDOWN = 10_000, 2.0
 
 
-def simulation_cost(events_per_time: float, p: Mapping[str, Any]) -> float:
-    """Estimated seconds of a point simulating ``p["horizon"]`` at ``events_per_time``
-    events per unit time on ``p["N"]`` servers."""
-    events = events_per_time * p["horizon"]
-    if p["N"] >= LARGE_N:
-        events *= LARGE_N_SLOWDOWN
-    return simulation_seconds(events, EVENTS_PER_SECOND)
+def simulation_cost(lam: float, p: Mapping[str, Any]) -> float:
+    """Estimated seconds of a point simulating ``p["horizon"]`` on ``p["N"]`` servers at the
+    arrival rate per server ``lam``."""
+    slowdown = LARGE_N_SLOWDOWN if p["N"] >= LARGE_N else 1.0
+    return queue_simulation_seconds(lam, p["N"], p["horizon"], EVENTS_PER_SECOND, slowdown)
 
 
 def load_cost(p: Mapping[str, Any]) -> float:
-    """Estimated seconds of a point at load ``p["lam"]``: 2λN events per unit time."""
-    return simulation_cost(2 * p["lam"] * p["N"], p)
+    """Estimated seconds of a point at its configured load ``p["lam"]``."""
+    return simulation_cost(p["lam"], p)
 
 
 #: Bytes per server of the kernels (queue lengths, the without-replacement sampling's
