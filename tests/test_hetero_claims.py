@@ -171,6 +171,7 @@ def stability_rows(
         | {"method": "mf", "policy": p, "value": v}
         for p, v in (("scheme1", schemes), ("scheme2", schemes), ("sqd", cf + sqd_shift))
     ]
+    rows += stability.closed_form_rows(10, 0.8, 2)
     lam_star = model.sqd_stability_closed_form(configuration.system_from_spec(H2X), 2)
     jitter = [0.01, -0.012, 0.008, -0.006]
     for side, drift in ((0.9, drift_below), (1.1, drift_above)):
@@ -477,7 +478,11 @@ def test_control_loads_must_stay_positive():
 def test_stability_near_miss_is_sqd_where_it_still_loses_capacity():
     # On a nearly homogeneous system SQ(d) keeps the full capacity: that is no near miss.
     homogeneous = {"ratio": 1.5, "gamma_slow": 0.8, "d": 2, "quantity": "lambda_star_normalised"}
-    rows = [*stability_rows(), homogeneous | {"method": "mf", "policy": "sqd", "value": 1.0}]
+    rows = [
+        *stability_rows(),
+        homogeneous | {"method": "mf", "policy": "sqd", "value": 1.0},
+        *stability.closed_form_rows(1.5, 0.8, 2),
+    ]
     claims = stability.check(rows, STABILITY_CFG)
     region = next(c for c in claims if "maximum stability region" in c.claim)
     assert region.status == REPRODUCED and "ratio 10" in region.control["claim"]

@@ -164,7 +164,7 @@ def point_memory(p: Mapping[str, Any]) -> footprint.Footprint:
     if "rho_grid" in p and "horizon" not in p:
         out["rho_grid"] = footprint.rows(len(p["rho_grid"]) * len(p["policies"]) * (J + 4))
     if "ratios" in p:
-        out["ratios"] = footprint.rows(len(p["ratios"]) + 3 * len(p["ratios_bisect"]))
+        out["ratios"] = footprint.rows(len(p["ratios"]) + 5 * len(p["ratios_bisect"]))
     if "horizons" in p:
         n_rows += 2 * len(p["horizons"])
     out["kmax" if "kmax" in p else "points"] = footprint.rows(n_rows)
