@@ -207,6 +207,19 @@ def compute_policy_rows(
     return rows
 
 
+def table_policies(rows: Rows) -> list[str]:
+    """The policies whose exact costs the table holds, in the order compute wrote them (the
+    optimal policy first)."""
+    return list(
+        dict.fromkeys(str(r["policy"]) for r in select(rows, method="mdp", quantity="cost"))
+    )
+
+
+def heuristics(rows: Rows) -> list[str]:
+    """The table's dispatching heuristics: every policy but the optimal one."""
+    return [x for x in table_policies(rows) if x != "optimal"]
+
+
 def gap_pct(rows: Rows, scenario: str, cost: str, policy: str, p: float) -> float:
     """The exact gap to optimal (%) of one policy at one point (+∞ where it is unstable)."""
     r = [
@@ -265,12 +278,13 @@ def relative_costs(rows: Rows, cfg: Mapping[str, Any], method: str) -> CostTable
     100), so gaps and margins read in points of the optimal cost.
     """
     out: dict[tuple[str, str, float], dict[str, Estimate]] = {}
+    policies = table_policies(rows)
     for name, sc in scenarios(cfg).items():
         for cost in ("linear", "meanvar"):
             for p in sc["p"]:
                 opt = exact_value(rows, "cost", name, cost, p, "optimal")
                 point: dict[str, Estimate] = {}
-                for policy in pol.POLICIES:
+                for policy in policies:
                     if method == "mdp":
                         c = exact_value(rows, "cost", name, cost, p, policy)
                         point[policy] = Estimate.exact(100 * c / opt)
@@ -443,7 +457,7 @@ def summary_gaps(rows: Rows) -> Rows:
     for name, cost in keys:
         sel = select(rows, method="mdp", quantity="gap_pct", scenario=name, cost=cost)
         row: dict[str, Any] = {"scenario": name, "cost": cost, "K": sel[0]["K"]}
-        for policy in pol.POLICIES[1:]:
+        for policy in heuristics(rows):
             g = [r["value"] for r in sel if r["policy"] == policy]
             g = [math.inf if v is None else float(v) for v in g]
             fin = [v for v in g if math.isfinite(v)]
