@@ -41,10 +41,10 @@ from lbrepro.models import hetero as model
 
 def validate(cfg: Mapping[str, Any]) -> None:
     """Systems, loads < 1 and control loads > 0, checked before any job runs."""
-    validate_systems("hetero-accuracy", cfg)
+    validate_systems(cfg)
     for i, rho in enumerate(cfg["rho"]):
-        check_load(f"hetero-accuracy.rho[{i}]", rho)
-        check_control_load(f"hetero-accuracy.rho[{i}]", rho)
+        check_load(f"rho[{i}]", rho)
+        check_control_load(f"rho[{i}]", rho)
 
 
 def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:

@@ -42,8 +42,8 @@ from lbrepro.plotting.style import color, new_figure
 
 def validate(cfg: Mapping[str, Any]) -> None:
     """Systems and the load checked before any job runs."""
-    validate_systems("hetero-chaos", cfg)
-    check_load("hetero-chaos.rho", cfg["rho"])
+    validate_systems(cfg)
+    check_load("rho", cfg["rho"])
 
 
 def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:

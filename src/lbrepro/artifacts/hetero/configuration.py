@@ -61,7 +61,7 @@ def check_control_load(key: str, rho: float) -> None:
         )
 
 
-def _validate_simulation(key: str, cfg: Mapping[str, Any]) -> None:
+def _validate_simulation(cfg: Mapping[str, Any]) -> None:
     """γ_j·N servers of each type must be whole; every horizon passes the run-length rule."""
     Ns = cfg["N"] if isinstance(cfg["N"], list) else [cfg["N"]]
     for spec in cfg["systems"]:
@@ -69,9 +69,7 @@ def _validate_simulation(key: str, cfg: Mapping[str, Any]) -> None:
             try:
                 server_counts(tuple(spec["gamma"]), N)
             except ConfigError as err:
-                raise ConfigError(
-                    f"{key}.N", f"system {spec['name']}: {str(err).removeprefix('gamma: ')}"
-                ) from None
+                raise ConfigError("N", f"system {spec['name']}: {err.message}") from None
     horizons = cfg.get("horizons", [cfg["horizon"]] if "horizon" in cfg else [])
     # The section has no batches of its own (the shared simulation section's are checked by
     # the schema), so the rule is applied with its least number of batches.
@@ -81,28 +79,28 @@ def _validate_simulation(key: str, cfg: Mapping[str, Any]) -> None:
             run_length(h, cfg["warmup"], batches)
         except ConfigError as err:
             if err.key != "horizon":
-                raise ConfigError(f"{key}.{err.key}", str(err)[len(err.key) + 2 :]) from None
+                raise
             # A list of horizons shares one warm-up: a horizon too short is the warm-up's fault.
             raise ConfigError(
-                f"{key}.warmup", f"{cfg['warmup']} must be shorter than the horizon {h}"
+                "warmup", f"{cfg['warmup']} must be shorter than the horizon {h}"
             ) from None
 
 
-def validate_systems(key: str, cfg: Mapping[str, Any]) -> None:
+def validate_systems(cfg: Mapping[str, Any]) -> None:
     """Build every configured system, so bad γ, C or d fail before any job runs; then check
-    the simulation parameters against them (whole γ·N, warm-up < horizon)."""
+    the simulation parameters against them (whole γ·N, warm-up < horizon). Errors name the
+    key inside the artifact's section (``systems[1].C``)."""
     names = [spec["name"] for spec in cfg["systems"]]
     for i, spec in enumerate(cfg["systems"]):
         if names.index(spec["name"]) != i:
-            raise ConfigError(f"{key}.systems[{i}].name", f"{spec['name']!r} appears twice")
+            raise ConfigError(f"systems[{i}].name", f"{spec['name']!r} appears twice")
         try:
             system_from_spec(spec)
         except ConfigError as err:
             field = {"capacity": "C"}.get(err.key, err.key)
-            message = str(err).removeprefix(f"{err.key}: ")
-            raise ConfigError(f"{key}.systems[{i}].{field}", message) from None
+            raise err.under(f"systems[{i}]", field) from None
     if "N" in cfg:
-        _validate_simulation(key, cfg)
+        _validate_simulation(cfg)
 
 
 def simulation_cost(p: Mapping[str, Any]) -> float:

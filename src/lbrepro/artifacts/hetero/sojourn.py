@@ -41,12 +41,12 @@ from lbrepro.plotting.style import new_figure
 
 def validate(cfg: Mapping[str, Any]) -> None:
     """Systems and simulated loads checked; each simulated load must be on the mean-field grid."""
-    validate_systems("hetero-sojourn", cfg)
+    validate_systems(cfg)
     for i, rho in enumerate(cfg["rho_sim"]):
-        check_load(f"hetero-sojourn.rho_sim[{i}]", rho)
+        check_load(f"rho_sim[{i}]", rho)
         if rho not in cfg["rho_grid"]:
             raise ConfigError(
-                f"hetero-sojourn.rho_sim[{i}]",
+                f"rho_sim[{i}]",
                 f"load {rho} is not in rho_grid: the simulation is compared with the mean "
                 "field at the same load, so add it to rho_grid",
             )

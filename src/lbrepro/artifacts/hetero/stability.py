@@ -43,17 +43,17 @@ ONE_SAMPLE_OFF = "lambda_star_d_plus_one"
 
 def validate(cfg: Mapping[str, Any]) -> None:
     """Systems checked; both sides of λ* simulated and ≥ 3 horizons to fit a drift."""
-    validate_systems("hetero-stability", cfg)
+    validate_systems(cfg)
     sides = cfg["sim_sides"]
     if not any(s < 1 for s in sides) or not any(s > 1 for s in sides):
         raise ConfigError(
-            "hetero-stability.sim_sides",
+            "sim_sides",
             f"needs a multiple of λ* below 1 and one above 1 (each side is the other's "
             f"control), got {sides}",
         )
     if len(set(cfg["horizons"])) < 3:
         raise ConfigError(
-            "hetero-stability.horizons",
+            "horizons",
             f"needs at least 3 distinct horizons to fit a drift with its standard error, got "
             f"{cfg['horizons']}",
         )

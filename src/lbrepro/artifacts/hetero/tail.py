@@ -44,9 +44,9 @@ from lbrepro.sim.occupancy import OccupancySimResult
 
 def validate(cfg: Mapping[str, Any]) -> None:
     """Systems, the load and the control load checked before any job runs."""
-    validate_systems("hetero-tail", cfg)
-    check_load("hetero-tail.rho", cfg["rho"])
-    check_control_load("hetero-tail.rho", cfg["rho"])
+    validate_systems(cfg)
+    check_load("rho", cfg["rho"])
+    check_control_load("rho", cfg["rho"])
 
 
 def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:

@@ -50,8 +50,8 @@ def compute(params: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
 
 
 def validate(cfg: Mapping[str, Any]) -> None:
-    """The scenarios, errors named ``whittle-compare.<key>``."""
-    validate_scenarios(cfg, "whittle-compare")
+    """The scenarios."""
+    validate_scenarios(cfg)
 
 
 def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:

@@ -46,8 +46,8 @@ def compute(params: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
 
 
 def validate(cfg: Mapping[str, Any]) -> None:
-    """The scenarios, errors named ``whittle-gaps.<key>``."""
-    validate_scenarios(cfg, "whittle-gaps")
+    """The scenarios."""
+    validate_scenarios(cfg)
 
 
 def mean_gap_verdict(rows: Rows, cfg: Mapping[str, Any], policy: str) -> Verdict:

@@ -210,11 +210,12 @@ def summary_index(rows: Rows) -> Rows:
     return out
 
 
-def validate_index(cfg: Mapping[str, Any], aid: str) -> None:
-    """The grid's ranges and nmax ∈ 1..200 (the index curves' length)."""
-    check_grid(cfg, aid)
+def validate_index(cfg: Mapping[str, Any]) -> None:
+    """The grid's ranges and nmax ∈ 1..200 (the index curves' length), errors named by the key
+    inside the section."""
+    check_grid(cfg)
     if not 1 <= cfg["nmax"] <= 200:
-        raise ConfigError(f"{aid}.nmax", f"must lie in 1..200, got {cfg['nmax']}")
+        raise ConfigError("nmax", f"must lie in 1..200, got {cfg['nmax']}")
 
 
 RECON_DECISIONS = (

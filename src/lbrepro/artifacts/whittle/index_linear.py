@@ -52,8 +52,8 @@ def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def validate(cfg: Mapping[str, Any]) -> None:
-    """The grid's ranges and nmax, errors named ``whittle-index-linear.<key>``."""
-    validate_index(cfg, "whittle-index-linear")
+    """The grid's ranges and nmax."""
+    validate_index(cfg)
 
 
 def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:

@@ -73,14 +73,15 @@ def scenarios(cfg: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     return named
 
 
-def validate_scenarios(cfg: Mapping[str, Any], aid: str) -> None:
-    """Unique names, one d per q, valid p, q, d, p < Σq and β ≥ 0, errors named ``aid.…``."""
+def validate_scenarios(cfg: Mapping[str, Any]) -> None:
+    """Unique names, one d per q, valid p, q, d, p < Σq and β ≥ 0, errors named by the key
+    inside the section (``scenarios.A.p[0]``)."""
     names = [sc["name"] for sc in cfg["scenarios"]]
     for i, name in enumerate(names):
         if names.index(name) != i:
-            raise ConfigError(f"{aid}.scenarios[{i}].name", f"{name!r} appears twice")
+            raise ConfigError(f"scenarios[{i}].name", f"{name!r} appears twice")
     for name, sc in scenarios(cfg).items():
-        key = f"{aid}.scenarios.{name}"
+        key = f"scenarios.{name}"
         if len(sc["q"]) != len(sc["d"]):
             raise ConfigError(f"{key}.d", f"{len(sc['d'])} values of d for {len(sc['q'])} servers")
         for i, q in enumerate(sc["q"]):
@@ -94,7 +95,7 @@ def validate_scenarios(cfg: Mapping[str, Any], aid: str) -> None:
                     f"{key}.p[{i}]", f"p={p} >= Σq={sum(sc['q']):g}: the system is unstable"
                 )
     if cfg["beta"] < 0:
-        raise ConfigError(f"{aid}.beta", f"must be >= 0, got {cfg['beta']}")
+        raise ConfigError("beta", f"must be >= 0, got {cfg['beta']}")
 
 
 def policy_points(cfg: Mapping[str, Any], simulate: bool) -> dict[str, dict[str, Any]]:
