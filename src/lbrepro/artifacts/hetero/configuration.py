@@ -15,7 +15,7 @@ from lbrepro.core.args import check_stable_load, run_length
 from lbrepro.core.errors import ConfigError
 from lbrepro.core.packing import simulation_seconds
 from lbrepro.models import hetero as model
-from lbrepro.sim.occupancy import EVENTS_PER_SECOND
+from lbrepro.sim.occupancy import EVENTS_PER_SECOND, OccupancySimResult
 from lbrepro.sim.occupancy_routing import server_counts
 
 #: The neighbouring load of the controls: a prediction there (ρ − this) must be rejected.
@@ -101,6 +101,34 @@ def validate_systems(cfg: Mapping[str, Any]) -> None:
             raise err.under(f"systems[{i}]", field) from None
     if "N" in cfg:
         _validate_simulation(cfg)
+
+
+def simulate_point(
+    system: model.System, p: Mapping[str, Any], seed: Any, **kw: Any
+) -> OccupancySimResult:
+    """One simulation of a point at its load ρ·capacity, with its N, horizon, warm-up and
+    batches and (unless ``kw`` gives the model's own) its policy; ``kw`` goes to the model."""
+    return model.simulate(
+        system,
+        p["rho"] * system.total_capacity,
+        N=p["N"],
+        horizon=p["horizon"],
+        warmup=p["warmup"],
+        seed=seed,
+        batches=p["batches"],
+        **{"policy": p["policy"]} | kw,
+    )
+
+
+def server_time_run(cfg: Mapping[str, Any], N: int) -> dict[str, Any]:
+    """The run of N servers of a sweep over N at equal total server-time (``server_time``):
+    N, horizon = warm-up + server_time/N, warm-up and batches."""
+    return {
+        "N": N,
+        "horizon": cfg["warmup"] + cfg["server_time"] / N,
+        "warmup": cfg["warmup"],
+        "batches": cfg["batches"],
+    }
 
 
 def simulation_cost(p: Mapping[str, Any]) -> float:
