@@ -18,8 +18,6 @@ from lbrepro.models import hetero as model
 from lbrepro.sim.occupancy import EVENTS_PER_SECOND, OccupancySimResult
 from lbrepro.sim.occupancy_routing import server_counts
 
-#: The neighbouring load of the controls: a prediction there (ρ − this) must be rejected.
-NEIGHBOUR_DRHO = 0.05
 #: Static random routing leaves the d = 1 queues long (many occupied levels per event): its
 #: runs took 4–8× those of the schemes in the full run's benchmark files.
 RANDOM_ROUTING_SLOWDOWN = 6.0
@@ -49,16 +47,6 @@ def named_systems(cfg: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
 def check_load(key: str, rho: float) -> None:
     """Loads are normalised by the full capacity μΣγC: no policy is stable at ρ ≥ 1."""
     check_stable_load(key, rho)
-
-
-def check_control_load(key: str, rho: float) -> None:
-    """The controls predict at ρ − NEIGHBOUR_DRHO, which must be a positive load."""
-    if rho <= NEIGHBOUR_DRHO:
-        raise ConfigError(
-            key,
-            f"load {rho} <= {NEIGHBOUR_DRHO}: the control compares with the prediction at "
-            f"ρ − {NEIGHBOUR_DRHO}, which must be a positive load",
-        )
 
 
 def _validate_simulation(cfg: Mapping[str, Any]) -> None:
