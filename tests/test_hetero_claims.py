@@ -12,8 +12,10 @@ import pytest
 from lbrepro.artifacts.hetero import accuracy, chaos, configuration, sojourn, stability, tail
 from lbrepro.artifacts.hetero.diagnostics import work_conservation
 from lbrepro.artifacts.hetero.estimates import busy_capacity_row
+from lbrepro.artifacts.hetero.tail_claims import control_load, prediction_distance
 from lbrepro.core.claims import CONSISTENCY, DIAGNOSTIC, Claim, gate
 from lbrepro.core.verdicts import NOT_REPRODUCED, REPRODUCED, UNDECIDED, EmptyComparisonError
+from lbrepro.judging.neighbours import NEIGHBOUR
 from lbrepro.models import hetero as model
 
 H2 = {"name": "S", "gamma": [0.5, 0.5], "C": [1, 2], "d": [2, 2]}
@@ -171,6 +173,7 @@ def stability_rows(
         | {"method": "mf", "policy": p, "value": v}
         for p, v in (("scheme1", schemes), ("scheme2", schemes), ("sqd", cf + sqd_shift))
     ]
+    rows += stability.closed_form_rows(10, 0.8, 2)
     lam_star = model.sqd_stability_closed_form(configuration.system_from_spec(H2X), 2)
     jitter = [0.01, -0.012, 0.008, -0.006]
     for side, drift in ((0.9, drift_below), (1.1, drift_above)):
@@ -251,15 +254,21 @@ def tail_rows(
     rel: float = 0.002,
     busy: float = 0.0,
 ) -> list[dict]:
-    """Two types, two schemes; u exact in the mean field, simulated with CI ±rel·u + 1e-5."""
+    """Two types, two schemes; u exact in the mean field, simulated with CI ±rel·u + 1e-5; the
+    offset claim's control at the load the shared neighbouring-load rule picks for a doubly
+    exponential tail, as compute picks it."""
     rho, rows = 0.9, []
+    levels = range(13)
+    claim = [[scheme_tail(rho, k) + rmf_offset for k in levels]] * 2
+    servers = [0.5 * TAIL_CFG["N"]] * 2
+    rho_near = control_load(rho, claim, lambda x: [[doubly(x, k) for k in levels]] * 2, servers)
     for policy in ("scheme1", "scheme2"):
         point = f"S-{policy}"
         for j, cap in enumerate((1, 2)):
             base = {"system": "S", "policy": policy, "rho": rho, "type": j, "capacity": cap}
-            for k in range(13):
+            for k in levels:
                 u = scheme_tail(rho, k)
-                near = doubly(rho - configuration.NEIGHBOUR_DRHO, k)
+                near = doubly(rho_near, k)
                 half = rel * u + 1e-5
                 rows.append(base | sim(u, half, k=k, quantity="u", N=1000, point=point))
                 rows.append(base | {"method": "mf", "quantity": "u", "k": k, "value": u})
@@ -268,7 +277,9 @@ def tail_rows(
                 )
                 for method in ("mf", "rmf"):
                     rows.append(
-                        base | {"method": method, "quantity": "u_neighbour", "k": k, "value": near}
+                        base
+                        | {"method": method, "quantity": "u_neighbour", "k": k, "value": near}
+                        | {"rho_neighbour": rho_near}
                     )
             for n in range(40):
                 log_u = {
@@ -467,17 +478,45 @@ def test_every_artifact_notes_its_reconstruction():
     assert "decays doubly exponentially" not in registry.get("hetero-tail").caption
 
 
-def test_control_loads_must_stay_positive():
-    with pytest.raises(Exception, match="positive load"):
-        tail.validate({"systems": [H2], "rho": 0.05})
-    with pytest.raises(Exception, match="positive load"):
-        accuracy.validate({"systems": [H2], "rho": [0.5, 0.04]})
+def test_control_loads_stay_positive_at_any_load():
+    # The shared rule goes above where below is not a load, so no load is refused for it.
+    tail.validate({"systems": [H2], "rho": 0.01})
+    accuracy.validate({"systems": [H2], "rho": [0.5, 0.01]})
+    system = configuration.system_from_spec(H2)
+    p = {"policy": "scheme1", "rho": 0.01, "N": 1000, "kmax": 12}
+    rmf = model.refined(system, 0.01 * system.total_capacity, "scheme1")
+    load, _ = tail.neighbour_tail(system, p, tail._refined_tail(rmf, 12, 1000))
+    assert load > 0 and load != 0.01
+
+
+def test_tail_control_is_the_nearest_load_more_than_two_margins_away():
+    # At ρ = 0.9 the tail 0.02 below already lies more than 2 margins from the claim's at a
+    # resolved level: the control moves one step; its text states the offset.
+    system = configuration.system_from_spec(H2)
+    p = {"policy": "scheme2", "rho": 0.9, "N": 200, "kmax": 12}
+    claim = tail._refined_tail(
+        model.refined(system, 0.9 * system.total_capacity, "scheme2"), 12, 200
+    )
+    load, near = tail.neighbour_tail(system, p, claim)
+    assert load == pytest.approx(0.9 - NEIGHBOUR)
+    servers = [100.0, 100.0]
+    assert prediction_distance(claim, tail._refined_tail(near, 12, 200), servers) > 2
+    offset = next(
+        c
+        for c in tail.check(tail_rows(), TAIL_CFG)
+        if "finite-N offset" in c.claim and "Scheme 1" in c.claim
+    )
+    assert "ρ − 0.02" in offset.control["claim"] and "1 step of 0.02" in offset.control["claim"]
 
 
 def test_stability_near_miss_is_sqd_where_it_still_loses_capacity():
     # On a nearly homogeneous system SQ(d) keeps the full capacity: that is no near miss.
     homogeneous = {"ratio": 1.5, "gamma_slow": 0.8, "d": 2, "quantity": "lambda_star_normalised"}
-    rows = [*stability_rows(), homogeneous | {"method": "mf", "policy": "sqd", "value": 1.0}]
+    rows = [
+        *stability_rows(),
+        homogeneous | {"method": "mf", "policy": "sqd", "value": 1.0},
+        *stability.closed_form_rows(1.5, 0.8, 2),
+    ]
     claims = stability.check(rows, STABILITY_CFG)
     region = next(c for c in claims if "maximum stability region" in c.claim)
     assert region.status == REPRODUCED and "ratio 10" in region.control["claim"]

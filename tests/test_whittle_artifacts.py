@@ -106,25 +106,27 @@ def test_point_ids_are_unique_and_stable() -> None:
 @pytest.mark.parametrize(
     ("aid", "patch", "key"),
     [
-        ("whittle-index-linear", {"p": [1.2]}, "whittle-index-linear.p[0]"),
-        ("whittle-index-linear", {"q": [0.0]}, "whittle-index-linear.q[0]"),
-        ("whittle-index-linear", {"d": [0]}, "whittle-index-linear.d[0]"),
+        ("whittle-index-linear", {"p": [1.2]}, "p[0]"),
+        ("whittle-index-linear", {"q": [0.0]}, "q[0]"),
+        ("whittle-index-linear", {"d": [0]}, "d[0]"),
         (
             "whittle-compare",
             {"scenarios": [{"name": "X", "d": [1, 2], "q": [0.3, 0.3], "p": [0.7]}]},
-            "whittle-compare.scenarios.X.p[0]",
+            "scenarios.X.p[0]",
         ),
         (
             "whittle-gaps",
             {"scenarios": [{"name": "X", "d": [1], "q": [0.3, 0.3], "p": [0.2]}]},
-            "whittle-gaps.scenarios.X.d",
+            "scenarios.X.d",
         ),
     ],
 )
 def test_validate_names_the_key(aid, patch, key) -> None:
+    """A validator names the key inside its section; the pipeline prefixes the artifact id."""
     with pytest.raises(ConfigError) as err:
         ARTIFACTS[aid].validate(SIM | CFG[aid] | patch)
     assert err.value.key == key
+    assert str(err.value.under(aid)).startswith(f"{aid}.{key}: ")
 
 
 def test_compare_rows_deterministic() -> None:

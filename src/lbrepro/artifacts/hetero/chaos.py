@@ -14,6 +14,8 @@ from lbrepro.artifacts.hetero.configuration import (
     named_systems,
     point_cost,
     point_memory,
+    server_time_run,
+    simulate_point,
     system_from_spec,
     validate_systems,
 )
@@ -35,15 +37,14 @@ from lbrepro.core.verdicts import (
     fit_slope,
     slope_in,
 )
-from lbrepro.models import hetero as model
 from lbrepro.plotting.intervals import abs_interval, legend, simulated
 from lbrepro.plotting.style import color, new_figure
 
 
 def validate(cfg: Mapping[str, Any]) -> None:
     """Systems and the load checked before any job runs."""
-    validate_systems("hetero-chaos", cfg)
-    check_load("hetero-chaos.rho", cfg["rho"])
+    validate_systems(cfg)
+    check_load("rho", cfg["rho"])
 
 
 def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -56,10 +57,7 @@ def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
                 "spec": spec,
                 "policy": cfg["policy"],
                 "rho": cfg["rho"],
-                "N": N,
-                "horizon": cfg["warmup"] + cfg["server_time"] / N,
-                "warmup": cfg["warmup"],
-                "batches": cfg["batches"],
+                **server_time_run(cfg, N),
             }
             add_point(points, f"{name}-N{N}", params, "N")
     return points
@@ -85,17 +83,7 @@ def _variance(sim: Any, j: int) -> Estimate:
 def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
     """Tagged-server covariances (same and cross type) and the tagged variance, per type."""
     system = system_from_spec(p["spec"])
-    sim = model.simulate(
-        system,
-        p["rho"] * system.total_capacity,
-        policy=p["policy"],
-        N=p["N"],
-        horizon=p["horizon"],
-        warmup=p["warmup"],
-        seed=seed,
-        batches=p["batches"],
-        chaos=True,
-    )
+    sim = simulate_point(system, p, seed, chaos=True)
     base = {
         "system": p["system"],
         "policy": p["policy"],
@@ -260,11 +248,13 @@ ARTIFACT = Artifact(
     plot=plot,
     validate=validate,
     reconstructions=(
-        "The systems (H2, H3 as in hetero-accuracy), the policy, load and N grid are our "
-        "choice: the seed proves propagation of chaos but gives no numbers [reconstruction].",
+        "The systems (systems, as in hetero-accuracy), the policy (policy), load (rho) and N "
+        "grid (N), listed with the parameters, are our choice: the seed proves propagation of "
+        "chaos but gives no numbers [reconstruction].",
         "'Vanishes' is judged as a rate, since a finite sweep cannot show a limit: the slope "
-        "of log|Cov| on log N must lie below −3/4, half-way between the mean-field expansion's "
-        "1/N (slope −1) and the near miss N^(−1/2), a residual correlation that vanishes "
-        "too slowly for the 1/N expansion.",
+        f"of log|Cov| on log N must lie below −{-(RATE_CLAIM + RATE_MARGIN):g}, half-way "
+        f"between the mean-field expansion's 1/N (slope −{-RATE_CLAIM:g}) and the near miss "
+        f"N^(−{-RATE_NEAR:g}), a residual correlation that vanishes too slowly for the 1/N "
+        "expansion.",
     ),
 )

@@ -15,11 +15,9 @@ from lbrepro.core.args import check_stable_load, run_length
 from lbrepro.core.errors import ConfigError
 from lbrepro.core.packing import simulation_seconds
 from lbrepro.models import hetero as model
-from lbrepro.sim.occupancy import EVENTS_PER_SECOND
+from lbrepro.sim.occupancy import EVENTS_PER_SECOND, OccupancySimResult
 from lbrepro.sim.occupancy_routing import server_counts
 
-#: The neighbouring load of the controls: a prediction there (ρ − this) must be rejected.
-NEIGHBOUR_DRHO = 0.05
 #: Static random routing leaves the d = 1 queues long (many occupied levels per event): its
 #: runs took 4–8× those of the schemes in the full run's benchmark files.
 RANDOM_ROUTING_SLOWDOWN = 6.0
@@ -51,17 +49,7 @@ def check_load(key: str, rho: float) -> None:
     check_stable_load(key, rho)
 
 
-def check_control_load(key: str, rho: float) -> None:
-    """The controls predict at ρ − NEIGHBOUR_DRHO, which must be a positive load."""
-    if rho <= NEIGHBOUR_DRHO:
-        raise ConfigError(
-            key,
-            f"load {rho} <= {NEIGHBOUR_DRHO}: the control compares with the prediction at "
-            f"ρ − {NEIGHBOUR_DRHO}, which must be a positive load",
-        )
-
-
-def _validate_simulation(key: str, cfg: Mapping[str, Any]) -> None:
+def _validate_simulation(cfg: Mapping[str, Any]) -> None:
     """γ_j·N servers of each type must be whole; every horizon passes the run-length rule."""
     Ns = cfg["N"] if isinstance(cfg["N"], list) else [cfg["N"]]
     for spec in cfg["systems"]:
@@ -69,9 +57,7 @@ def _validate_simulation(key: str, cfg: Mapping[str, Any]) -> None:
             try:
                 server_counts(tuple(spec["gamma"]), N)
             except ConfigError as err:
-                raise ConfigError(
-                    f"{key}.N", f"system {spec['name']}: {str(err).removeprefix('gamma: ')}"
-                ) from None
+                raise ConfigError("N", f"system {spec['name']}: {err.message}") from None
     horizons = cfg.get("horizons", [cfg["horizon"]] if "horizon" in cfg else [])
     # The section has no batches of its own (the shared simulation section's are checked by
     # the schema), so the rule is applied with its least number of batches.
@@ -81,28 +67,56 @@ def _validate_simulation(key: str, cfg: Mapping[str, Any]) -> None:
             run_length(h, cfg["warmup"], batches)
         except ConfigError as err:
             if err.key != "horizon":
-                raise ConfigError(f"{key}.{err.key}", str(err)[len(err.key) + 2 :]) from None
+                raise
             # A list of horizons shares one warm-up: a horizon too short is the warm-up's fault.
             raise ConfigError(
-                f"{key}.warmup", f"{cfg['warmup']} must be shorter than the horizon {h}"
+                "warmup", f"{cfg['warmup']} must be shorter than the horizon {h}"
             ) from None
 
 
-def validate_systems(key: str, cfg: Mapping[str, Any]) -> None:
+def validate_systems(cfg: Mapping[str, Any]) -> None:
     """Build every configured system, so bad γ, C or d fail before any job runs; then check
-    the simulation parameters against them (whole γ·N, warm-up < horizon)."""
+    the simulation parameters against them (whole γ·N, warm-up < horizon). Errors name the
+    key inside the artifact's section (``systems[1].C``)."""
     names = [spec["name"] for spec in cfg["systems"]]
     for i, spec in enumerate(cfg["systems"]):
         if names.index(spec["name"]) != i:
-            raise ConfigError(f"{key}.systems[{i}].name", f"{spec['name']!r} appears twice")
+            raise ConfigError(f"systems[{i}].name", f"{spec['name']!r} appears twice")
         try:
             system_from_spec(spec)
         except ConfigError as err:
             field = {"capacity": "C"}.get(err.key, err.key)
-            message = str(err).removeprefix(f"{err.key}: ")
-            raise ConfigError(f"{key}.systems[{i}].{field}", message) from None
+            raise err.under(f"systems[{i}]", field) from None
     if "N" in cfg:
-        _validate_simulation(key, cfg)
+        _validate_simulation(cfg)
+
+
+def simulate_point(
+    system: model.System, p: Mapping[str, Any], seed: Any, **kw: Any
+) -> OccupancySimResult:
+    """One simulation of a point at its load ρ·capacity, with its N, horizon, warm-up and
+    batches and (unless ``kw`` gives the model's own) its policy; ``kw`` goes to the model."""
+    return model.simulate(
+        system,
+        p["rho"] * system.total_capacity,
+        N=p["N"],
+        horizon=p["horizon"],
+        warmup=p["warmup"],
+        seed=seed,
+        batches=p["batches"],
+        **{"policy": p["policy"]} | kw,
+    )
+
+
+def server_time_run(cfg: Mapping[str, Any], N: int) -> dict[str, Any]:
+    """The run of N servers of a sweep over N at equal total server-time (``server_time``):
+    N, horizon = warm-up + server_time/N, warm-up and batches."""
+    return {
+        "N": N,
+        "horizon": cfg["warmup"] + cfg["server_time"] / N,
+        "warmup": cfg["warmup"],
+        "batches": cfg["batches"],
+    }
 
 
 def simulation_cost(p: Mapping[str, Any]) -> float:
@@ -164,7 +178,7 @@ def point_memory(p: Mapping[str, Any]) -> footprint.Footprint:
     if "rho_grid" in p and "horizon" not in p:
         out["rho_grid"] = footprint.rows(len(p["rho_grid"]) * len(p["policies"]) * (J + 4))
     if "ratios" in p:
-        out["ratios"] = footprint.rows(len(p["ratios"]) + 3 * len(p["ratios_bisect"]))
+        out["ratios"] = footprint.rows(len(p["ratios"]) + 5 * len(p["ratios_bisect"]))
     if "horizons" in p:
         n_rows += 2 * len(p["horizons"])
     out["kmax" if "kmax" in p else "points"] = footprint.rows(n_rows)

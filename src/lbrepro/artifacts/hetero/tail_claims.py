@@ -6,7 +6,7 @@ tail with a prediction."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -26,6 +26,7 @@ from lbrepro.core.verdicts import (
     estimate,
     exact,
 )
+from lbrepro.judging.neighbours import nearest_distinct_load, neighbour_load
 
 #: A tail level counts as resolved by the simulation when at least this many servers of the
 #: type hold it on average and its CI excludes 0. Deeper, u is a rare event at this N and the
@@ -164,6 +165,60 @@ def doubly_exponential(
 def tail_margin(reference: float, servers: float) -> float:
     """The agreement margin of one level u_k: 2% of it, at least one server of the type."""
     return agreement_margin(reference, relative=AGREEMENT, floor=1.0 / servers)
+
+
+#: The finite-N offset claim's control sits at the nearest neighbouring load (judging.neighbours)
+#: whose predicted tail lies more than this many of the claim's margins from the claim's.
+NEIGHBOUR_MARGINS = 2.0
+
+
+def reference_levels(u: Sequence[float], servers: float) -> list[int]:
+    """The levels k ≥ 1 a run is expected to resolve, by a predicted tail ``u`` of a type with
+    ``servers`` servers: contiguous from 1 while u_k·servers ≥ TAIL_MIN_SERVERS (the exact
+    analogue of :func:`resolved_levels`, so it can be chosen before the run)."""
+    levels = []
+    for k in range(1, len(u)):
+        if u[k] * servers < TAIL_MIN_SERVERS:
+            break
+        levels.append(k)
+    return levels
+
+
+def prediction_distance(
+    claim: Sequence[Sequence[float]], near: Sequence[Sequence[float]], servers: Sequence[float]
+) -> float:
+    """How far a control's predicted tail ``near`` lies from the claim's ``claim`` (per type,
+    by level), in the claim's margins (:func:`tail_margin`): the largest distance over every
+    type's :func:`reference_levels`. The claim needs every level to agree, so where it holds
+    a control more than 2 margins away at one level fails there."""
+    far = [
+        abs(near[j][k] - claim[j][k]) / tail_margin(claim[j][k], servers[j])
+        for j in range(len(claim))
+        for k in reference_levels(claim[j], servers[j])
+        if k < len(near[j])
+    ]
+    if not far:
+        raise EmptyComparisonError("no level the run is expected to resolve")
+    return max(far)
+
+
+def control_load(
+    rho: float,
+    claim: Sequence[Sequence[float]],
+    predict: Callable[[float], Sequence[Sequence[float]]],
+    servers: Sequence[float],
+) -> float:
+    """The load of the offset claim's control: the nearest neighbouring load (steps of
+    judging.neighbours.NEIGHBOUR) whose predicted tail ``predict(load)`` lies more than
+    NEIGHBOUR_MARGINS of the claim's margins from ``claim`` (:func:`prediction_distance`).
+    Where no level is expected to resolve, the claim cannot be judged: the first neighbour."""
+    try:
+        load, _ = nearest_distinct_load(
+            rho, lambda load: prediction_distance(claim, predict(load), servers), NEIGHBOUR_MARGINS
+        )
+    except EmptyComparisonError:
+        load = neighbour_load(rho)
+    return load
 
 
 def tail_agrees(

@@ -30,7 +30,13 @@ from lbrepro.artifacts.whittle.policy_comparison import (
 )
 from lbrepro.core.claims import Claim, make_claim
 from lbrepro.core.io import select
-from lbrepro.core.verdicts import EmptyComparisonError, agreement_margin, agrees, estimate
+from lbrepro.core.verdicts import (
+    AGREEMENT,
+    EmptyComparisonError,
+    agreement_margin,
+    agrees,
+    estimate,
+)
 from lbrepro.models import whittle_policies as pol
 from lbrepro.plotting.intervals import legend, sim_handle, simulated
 from lbrepro.plotting.style import color, new_figure
@@ -50,8 +56,8 @@ def compute(params: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
 
 
 def validate(cfg: Mapping[str, Any]) -> None:
-    """The scenarios, errors named ``whittle-compare.<key>``."""
-    validate_scenarios(cfg, "whittle-compare")
+    """The scenarios."""
+    validate_scenarios(cfg)
 
 
 def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
@@ -74,7 +80,7 @@ def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
         make_claim(
             "the exact average cost on the truncated chain of every policy evaluated there "
             "(optimal, Whittle, JSQ, JSEW) agrees with the simulated cost of the slotted system "
-            "(no buffer) within the default 2% relative agreement margin",
+            f"(no buffer) within the default {AGREEMENT:.0%} relative agreement margin",
             agrees(est, exact, margin=margins, labels=labels, what="simulated − exact cost"),
             control=(
                 f"the exact cost of the same routing at the neighbouring load {CONTROL_LOAD:g}·p",

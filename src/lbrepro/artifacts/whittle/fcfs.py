@@ -151,11 +151,11 @@ def summary(rows: Rows) -> Rows:
 
 
 def validate(cfg: Mapping[str, Any]) -> None:
-    """The grid's ranges and β > 0, errors named ``whittle-fcfs.<key>``."""
-    check_grid(cfg, "whittle-fcfs")
+    """The grid's ranges and β > 0, errors named by the key inside the section."""
+    check_grid(cfg)
     for i, b in enumerate(cfg["beta"]):
         if b <= 0:
-            raise ConfigError(f"whittle-fcfs.beta[{i}]", f"must be > 0, got {b}")
+            raise ConfigError(f"beta[{i}]", f"must be > 0, got {b}")
 
 
 ARTIFACT = Artifact(

@@ -21,6 +21,7 @@ from lbrepro.artifacts.whittle.policy_comparison import (
     compute_policy_rows,
     finite_pairs,
     gap_pct,
+    heuristics,
     judge_costs,
     policy_claims,
     policy_points,
@@ -32,7 +33,6 @@ from lbrepro.artifacts.whittle.policy_comparison import (
 )
 from lbrepro.core.claims import Claim, make_claim
 from lbrepro.core.verdicts import EmptyComparisonError, Verdict, exact
-from lbrepro.models import whittle_policies as pol
 
 
 def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -46,23 +46,21 @@ def compute(params: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
 
 
 def validate(cfg: Mapping[str, Any]) -> None:
-    """The scenarios, errors named ``whittle-gaps.<key>``."""
-    validate_scenarios(cfg, "whittle-gaps")
+    """The scenarios."""
+    validate_scenarios(cfg)
 
 
 def mean_gap_verdict(rows: Rows, cfg: Mapping[str, Any], policy: str) -> Verdict:
     """policy has the smallest mean gap over p among the heuristics, in every (scenario, cost)."""
-    heuristics = [x for x in pol.POLICIES if x != "optimal"]
+    rivals = heuristics(rows)
     won, details = 0, []
     cases = [(n, c) for n in scenarios(cfg) for c in ("linear", "meanvar")]
     if not cases:
         raise EmptyComparisonError("no scenarios")
     for name, cost in cases:
         ps = scenarios(cfg)[name]["p"]
-        means = {
-            x: float(np.mean([gap_pct(rows, name, cost, x, p) for p in ps])) for x in heuristics
-        }
-        rival = min((x for x in heuristics if x != policy), key=lambda x: means[x])
+        means = {x: float(np.mean([gap_pct(rows, name, cost, x, p) for p in ps])) for x in rivals}
+        rival = min((x for x in rivals if x != policy), key=lambda x: means[x])
         won += means[policy] <= means[rival] + 1e-9
         details.append(
             f"{name}/{cost}: {policy.upper()} {means[policy]:.3g}% vs best other "

@@ -13,11 +13,11 @@ def table_d_label(d: Any) -> str:
     return model.d_label(model.parse_d(d))
 
 
-def check_grid(cfg: Mapping[str, Any], aid: str) -> None:
-    """Refuse a p, q or d outside its range, naming the artifact's key (``aid.p[0]``)."""
+def check_grid(cfg: Mapping[str, Any]) -> None:
+    """Refuse a p, q or d outside its range, naming the key inside the section (``p[0]``)."""
     for i, p in enumerate(cfg["p"]):
-        model.check_p(p, f"{aid}.p[{i}]")
+        model.check_p(p, f"p[{i}]")
     for i, q in enumerate(cfg["q"]):
-        model.check_q(q, f"{aid}.q[{i}]")
+        model.check_q(q, f"q[{i}]")
     for i, d in enumerate(cfg.get("d", [])):
-        model.parse_d(d, f"{aid}.d[{i}]")
+        model.parse_d(d, f"d[{i}]")

@@ -18,6 +18,7 @@ from lbrepro.core.ids import add_point, num
 from lbrepro.core.io import select
 from lbrepro.core.verdicts import AGREEMENT, EmptyComparisonError, Verdict, exact
 from lbrepro.models import whittle as model
+from lbrepro.plotting.style import color
 
 #: Mean–variance weight of the control rows the linear-cost artifact adds (its claims' control).
 CONTROL_BETA = 5.0
@@ -210,11 +211,33 @@ def summary_index(rows: Rows) -> Rows:
     return out
 
 
-def validate_index(cfg: Mapping[str, Any], aid: str) -> None:
-    """The grid's ranges and nmax ∈ 1..200 (the index curves' length)."""
-    check_grid(cfg, aid)
+def validate_index(cfg: Mapping[str, Any]) -> None:
+    """The grid's ranges and nmax ∈ 1..200 (the index curves' length), errors named by the key
+    inside the section."""
+    check_grid(cfg)
     if not 1 <= cfg["nmax"] <= 200:
-        raise ConfigError(f"{aid}.nmax", f"must lie in 1..200, got {cfg['nmax']}")
+        raise ConfigError("nmax", f"must lie in 1..200, got {cfg['nmax']}")
+
+
+def plot_index_curves(ax: Any, rows: Rows, ds: list[str], p: float, q: float, beta: float) -> None:
+    """The numerical index W(n) against n on one (p, q, β) panel, one curve per discipline d."""
+    for k, d in enumerate(ds):
+        sel = sorted(
+            [
+                r
+                for r in select(rows, method="mdp", quantity="W", p=p, q=q, beta=beta)
+                if str(r["d"]) == d and r["value"] is not None
+            ],
+            key=lambda r: r["n"],
+        )
+        ax.plot(
+            [r["n"] for r in sel],
+            [r["value"] for r in sel],
+            color=color(k),
+            marker="s",
+            markersize=2.5,
+            label=f"d = {d}",
+        )
 
 
 RECON_DECISIONS = (
@@ -222,7 +245,8 @@ RECON_DECISIONS = (
     "two servers of capacities q_a < q_b (both > p), Whittle sends the job to a in state "
     "(n_a, n_b) iff W_a(n_a) < W_b(n_b); the statistic is the largest share of the "
     "(nmax + 1)² states whose decision changes between two assignments of disciplines d. "
-    "Negligible = at most 2% of the decisions (the default agreement rule), strong = more. "
+    f"Negligible = at most {NEGLIGIBLE:.0%} of the decisions (the default agreement rule), "
+    "strong = more. "
     "The former bound 1/6 on a ratio of index changes was ours and is gone."
 )
 

@@ -25,6 +25,7 @@ from lbrepro.artifacts.whittle.index_curves import (
     flips_verdict,
     index_points,
     index_table,
+    plot_index_curves,
     summary_index,
     unjudged_note,
     validate_index,
@@ -32,7 +33,7 @@ from lbrepro.artifacts.whittle.index_curves import (
 from lbrepro.core.claims import Claim, make_claim
 from lbrepro.core.io import select
 from lbrepro.core.verdicts import EmptyComparisonError, Verdict, exact
-from lbrepro.plotting.style import METHOD_STYLE, color, new_figure
+from lbrepro.plotting.style import METHOD_STYLE, new_figure
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure  # annotations only: compute jobs skip matplotlib
@@ -52,8 +53,8 @@ def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def validate(cfg: Mapping[str, Any]) -> None:
-    """The grid's ranges and nmax, errors named ``whittle-index-linear.<key>``."""
-    validate_index(cfg, "whittle-index-linear")
+    """The grid's ranges and nmax."""
+    validate_index(cfg)
 
 
 def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
@@ -78,7 +79,7 @@ def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
             distance=f"its smallest share of changed decisions {100 * ctrl_share:.3g}% vs "
             f"the bound {NEGLIGIBLE:.0%}",
             details="the paper's yardstick is the dispatching decision; 'negligible' = the "
-            "default 2% agreement rule" + unjudged_note(cfg),
+            f"default {NEGLIGIBLE:.0%} agreement rule" + unjudged_note(cfg),
         )
     )
     # q ≤ p: the relaxation overloads the arm and its index explodes at a d-dependent rate
@@ -128,21 +129,7 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Figure:
     for i, p in enumerate(ps):
         for j, q in enumerate(qs):
             ax = axes[i][j]
-            for k, d in enumerate(ds):
-                sel = [
-                    r
-                    for r in select(rows, method="mdp", quantity="W", p=p, q=q, beta=0.0)
-                    if str(r["d"]) == d
-                ]
-                sel = sorted((r for r in sel if r["value"] is not None), key=lambda r: r["n"])
-                ax.plot(
-                    [r["n"] for r in sel],
-                    [r["value"] for r in sel],
-                    color=color(k),
-                    marker="s",
-                    markersize=2.5,
-                    label=f"d = {d}",
-                )
+            plot_index_curves(ax, rows, ds, p, q, 0.0)
             cf = sorted(
                 [
                     r
@@ -175,7 +162,8 @@ ARTIFACT = Artifact(
     kind="figure",
     title="Whittle's index of an LPS-d server, linear cost",
     caption=(
-        "W(n) for C(n) = n against the number of jobs n, for d = 1 (FCFS), 2, 5 and ∞ (PS) "
+        "W(n) for C(n) = n against the number of jobs n, for each discipline d of the grid "
+        "(d = 1: FCFS, d = ∞: PS) "
         "(markers: numerical index from threshold-policy stationary distributions; black "
         "line: the d = 1 closed form). Rows: arrival probability p; columns: capacity q. "
         "Log scale: servers with q ≤ p are overloaded in the relaxation and their index "

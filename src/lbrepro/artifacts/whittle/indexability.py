@@ -46,6 +46,13 @@ def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return table
 
 
+#: The subsidy test's settings: ε = SUBSIDY_EPS·W(m) either side of each index, and the
+#: states compared, up to mmax + COMPARED_BEYOND (the arm is truncated at twice that + 10).
+SUBSIDY_EPS = 1e-3
+COMPARED_BEYOND = 10
+SUBSIDY_TEST = {"rel_eps": SUBSIDY_EPS, "margin": COMPARED_BEYOND}
+
+
 def compute(params: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
     """Subsidies checked, failed and unresolved per (q, d), and the failures of the control
     curve (each W(m) moved halfway to W(m+1))."""
@@ -53,7 +60,9 @@ def compute(params: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
     p, cost, beta = params["p"], params["cost"], params["beta"]
     for q in params["q"]:
         for d in params["d"]:
-            res = model.check_indexability(p, q, model.parse_d(d), params["mmax"], cost, beta)
+            res = model.check_indexability(
+                p, q, model.parse_d(d), params["mmax"], cost, beta, **SUBSIDY_TEST
+            )
             fail = "; ".join(
                 f"m={f['m']} {f.get('side', '')}: "
                 + f.get("reason", f"optimal policy is not {f.get('expected', '')}")
@@ -66,7 +75,7 @@ def compute(params: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
             shifted[:-1] = (W[:-1] + W[1:]) / 2
             shifted[~np.isfinite(shifted)] = W[~np.isfinite(shifted)]
             ctrl = model.check_indexability(
-                p, q, model.parse_d(d), params["mmax"], cost, beta, indices=shifted
+                p, q, model.parse_d(d), params["mmax"], cost, beta, indices=shifted, **SUBSIDY_TEST
             )
             base = {
                 "p": p,
@@ -112,8 +121,8 @@ def failures_verdict(rows: Rows, quantity: str) -> Verdict:
 
 
 def validate(cfg: Mapping[str, Any]) -> None:
-    """The grid's ranges, errors named ``whittle-indexability.<key>``."""
-    check_grid(cfg, "whittle-indexability")
+    """The grid's ranges."""
+    check_grid(cfg)
 
 
 def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
@@ -185,7 +194,8 @@ ARTIFACT = Artifact(
         "For every (p, q, d, cost) and m = 0..mmax the single-arm problem with subsidy "
         "ν = W(m) ∓ ε per active slot is solved by relative value iteration (certified by an "
         "exact policy-evaluation step); passed = the optimal policy is φ_m below and φ_(m+1) "
-        "above. ε = 1e-3·W(m), at most a quarter of the gap to the neighbouring indices."
+        f"above. ε = {SUBSIDY_EPS:g}·W(m), at most a quarter of the gap to the neighbouring "
+        "indices."
     ),
     methods=("MDP",),
     points=points,
@@ -198,9 +208,9 @@ ARTIFACT = Artifact(
     reconstructions=(
         RECON_EVENTS,
         RECON_COSTS,
-        "The single arm is truncated at 2(mmax + 10) + 10 jobs with the active action "
-        "forbidden at the top; only states ≤ mmax + 10 are compared. A mismatch whose two "
-        "actions differ by less than 1e-10 relative is reported as unresolved (double "
-        "precision cannot decide it), not as a failure.",
+        f"The single arm is truncated at 2(mmax + {COMPARED_BEYOND}) + 10 jobs with the active "
+        f"action forbidden at the top; only states ≤ mmax + {COMPARED_BEYOND} are compared. A "
+        f"mismatch whose two actions differ by less than {model.RESOLUTION:g} relative is "
+        "reported as unresolved (double precision cannot decide it), not as a failure.",
     ),
 )

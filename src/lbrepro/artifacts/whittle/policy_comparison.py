@@ -50,6 +50,12 @@ OUTPERFORM = 100 * AGREEMENT
 #: "Never worse" (non-inferiority): not above the rival's cost by more than half of that.
 NON_INFERIOR = OUTPERFORM / 2
 RIVALS = ("jsq", "jsew", "rsa")
+#: "Close to optimal" (ours): within this % of the optimal cost (config near_optimal_pct).
+NEAR_OPTIMAL_PCT = 5.0
+#: Its near miss: the rival whose largest gap lies above the bound, within this many times it;
+#: else a hypothetical policy this many points above the bound.
+RIVAL_WINDOW = 2.0
+NEAR_MISS_POINTS = 3.0
 #: Relative costs per point: {(scenario, cost, p): {policy: cost in % of the exact optimal}}.
 CostTable = dict[tuple[str, str, float], dict[str, Estimate]]
 
@@ -73,14 +79,15 @@ def scenarios(cfg: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     return named
 
 
-def validate_scenarios(cfg: Mapping[str, Any], aid: str) -> None:
-    """Unique names, one d per q, valid p, q, d, p < Σq and β ≥ 0, errors named ``aid.…``."""
+def validate_scenarios(cfg: Mapping[str, Any]) -> None:
+    """Unique names, one d per q, valid p, q, d, p < Σq and β ≥ 0, errors named by the key
+    inside the section (``scenarios.A.p[0]``)."""
     names = [sc["name"] for sc in cfg["scenarios"]]
     for i, name in enumerate(names):
         if names.index(name) != i:
-            raise ConfigError(f"{aid}.scenarios[{i}].name", f"{name!r} appears twice")
+            raise ConfigError(f"scenarios[{i}].name", f"{name!r} appears twice")
     for name, sc in scenarios(cfg).items():
-        key = f"{aid}.scenarios.{name}"
+        key = f"scenarios.{name}"
         if len(sc["q"]) != len(sc["d"]):
             raise ConfigError(f"{key}.d", f"{len(sc['d'])} values of d for {len(sc['q'])} servers")
         for i, q in enumerate(sc["q"]):
@@ -94,7 +101,7 @@ def validate_scenarios(cfg: Mapping[str, Any], aid: str) -> None:
                     f"{key}.p[{i}]", f"p={p} >= Σq={sum(sc['q']):g}: the system is unstable"
                 )
     if cfg["beta"] < 0:
-        raise ConfigError(f"{aid}.beta", f"must be >= 0, got {cfg['beta']}")
+        raise ConfigError("beta", f"must be >= 0, got {cfg['beta']}")
 
 
 def policy_points(cfg: Mapping[str, Any], simulate: bool) -> dict[str, dict[str, Any]]:
@@ -207,6 +214,19 @@ def compute_policy_rows(
     return rows
 
 
+def table_policies(rows: Rows) -> list[str]:
+    """The policies whose exact costs the table holds, in the order compute wrote them (the
+    optimal policy first)."""
+    return list(
+        dict.fromkeys(str(r["policy"]) for r in select(rows, method="mdp", quantity="cost"))
+    )
+
+
+def heuristics(rows: Rows) -> list[str]:
+    """The table's dispatching heuristics: every policy but the optimal one."""
+    return [x for x in table_policies(rows) if x != "optimal"]
+
+
 def gap_pct(rows: Rows, scenario: str, cost: str, policy: str, p: float) -> float:
     """The exact gap to optimal (%) of one policy at one point (+∞ where it is unstable)."""
     r = [
@@ -265,12 +285,13 @@ def relative_costs(rows: Rows, cfg: Mapping[str, Any], method: str) -> CostTable
     100), so gaps and margins read in points of the optimal cost.
     """
     out: dict[tuple[str, str, float], dict[str, Estimate]] = {}
+    policies = table_policies(rows)
     for name, sc in scenarios(cfg).items():
         for cost in ("linear", "meanvar"):
             for p in sc["p"]:
                 opt = exact_value(rows, "cost", name, cost, p, "optimal")
                 point: dict[str, Estimate] = {}
-                for policy in pol.POLICIES:
+                for policy in policies:
                     if method == "mdp":
                         c = exact_value(rows, "cost", name, cost, p, policy)
                         point[policy] = Estimate.exact(100 * c / opt)
@@ -366,10 +387,11 @@ def largest_gap(table: CostTable, policy: str) -> float:
 
 def near_optimal_control(table: CostTable, tol_pct: float) -> tuple[str, Verdict, str]:
     """The near miss of "within tol of optimal": the rival whose largest gap lies closest above
-    the bound if it is within 2 × tol of it, else a hypothetical policy 3 points above the
-    bound (Whittle's costs shifted so that its largest gap is tol + 3)."""
+    the bound if it is within RIVAL_WINDOW × tol of it, else a hypothetical policy
+    NEAR_MISS_POINTS above the bound (Whittle's costs shifted so that its largest gap is
+    tol + NEAR_MISS_POINTS)."""
     gaps = {r: largest_gap(table, r) for r in RIVALS}
-    above = {r: g for r, g in gaps.items() if tol_pct < g <= 2 * tol_pct}
+    above = {r: g for r, g in gaps.items() if tol_pct < g <= RIVAL_WINDOW * tol_pct}
     if above:
         rival = min(above, key=above.get)
         return (
@@ -377,13 +399,15 @@ def near_optimal_control(table: CostTable, tol_pct: float) -> tuple[str, Verdict
             near_optimal_verdict(table, rival, tol_pct),
             f"largest gap {above[rival]:.3g}% vs the bound {tol_pct:g}%",
         )
-    offset = tol_pct + 3 - largest_gap(table, "whittle")
+    offset = tol_pct + NEAR_MISS_POINTS - largest_gap(table, "whittle")
     return (
-        f"a hypothetical policy 3 points above the bound: Whittle's costs + {offset:.3g}% "
-        "of the optimum at every point (no rival's largest gap lies between the bound and "
-        "2× it: " + ", ".join(f"{r.upper()} {g:.3g}%" for r, g in gaps.items()) + ")",
+        f"a hypothetical policy {NEAR_MISS_POINTS:g} points above the bound: Whittle's costs "
+        f"+ {offset:.3g}% of the optimum at every point (no rival's largest gap lies between "
+        f"the bound and {RIVAL_WINDOW:g}× it: "
+        + ", ".join(f"{r.upper()} {g:.3g}%" for r, g in gaps.items())
+        + ")",
         near_optimal_verdict(table, "whittle", tol_pct, offset),
-        f"largest gap {tol_pct + 3:g}% vs the bound {tol_pct:g}%",
+        f"largest gap {tol_pct + NEAR_MISS_POINTS:g}% vs the bound {tol_pct:g}%",
     )
 
 
@@ -396,7 +420,7 @@ def equivalent_costs(a: list[Estimate], b: list[Estimate], labels: list[str]) ->
 def policy_claims(rows: Rows, cfg: Mapping[str, Any], method: str) -> list[Claim]:
     """The paper's claims on the dispatching policies, judged on exact or simulated costs."""
     table = relative_costs(rows, cfg, method)
-    tol = cfg.get("near_optimal_pct", 5.0)
+    tol = cfg.get("near_optimal_pct", NEAR_OPTIMAL_PCT)
     how = "exact costs" if method == "mdp" else "simulated costs (95% CIs)"
     runs = sorted({str(r["point"]) for r in rows if r.get("point")}) if method == "sim" else []
     what, ctrl, distance = near_optimal_control(table, tol)
@@ -443,7 +467,7 @@ def summary_gaps(rows: Rows) -> Rows:
     for name, cost in keys:
         sel = select(rows, method="mdp", quantity="gap_pct", scenario=name, cost=cost)
         row: dict[str, Any] = {"scenario": name, "cost": cost, "K": sel[0]["K"]}
-        for policy in pol.POLICIES[1:]:
+        for policy in heuristics(rows):
             g = [r["value"] for r in sel if r["policy"] == policy]
             g = [math.inf if v is None else float(v) for v in g]
             fin = [v for v in g if math.isfinite(v)]
@@ -456,13 +480,16 @@ def summary_gaps(rows: Rows) -> Rows:
 
 
 RECON_MARGINS = (
-    "Margins [lbrepro; the paper gives no numbers]: 'close to optimal' = within 5% of the "
-    "optimal cost at every point (near miss: the rival whose largest gap lies nearest above 5% "
-    "if within 10%, else a hypothetical policy at 8%); 'outperforms' = cheaper by more than "
-    "2% of the optimal cost somewhere (the default agreement margin; near miss: the rival "
-    "agreeing with Whittle within 2% everywhere); 'never worse' (ours) = non-inferiority, not "
-    "dearer than the rival by more than 1% anywhere (near miss: a policy 2% dearer than the "
-    "rival). Simulated against exact costs: agreement within 2%."
+    "Margins [lbrepro; the paper gives no numbers]: 'close to optimal' = within "
+    f"near_optimal_pct (default {NEAR_OPTIMAL_PCT:g}%) of the optimal cost at every point (near "
+    "miss: the rival whose largest gap lies nearest above that bound if within "
+    f"{RIVAL_WINDOW:g}× it, else a hypothetical policy {NEAR_MISS_POINTS:g} points above it); "
+    f"'outperforms' = cheaper by more than {OUTPERFORM:g}% of the optimal cost somewhere (the "
+    f"default agreement margin; near miss: the rival agreeing with Whittle within "
+    f"{OUTPERFORM:g}% everywhere); 'never worse' (ours) = non-inferiority, not dearer than the "
+    f"rival by more than {NON_INFERIOR:g}% anywhere (near miss: a policy {2 * NON_INFERIOR:g}% "
+    "dearer than the rival). Simulated against exact costs: agreement within "
+    f"{AGREEMENT:.0%} (control: the exact costs at the neighbouring load {CONTROL_LOAD:g}·p)."
 )
 
 POLICY_RECONSTRUCTIONS = (

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from lbrepro.models.whittle_policies import TRUNCATION_TOL
+
 RECON_EVENTS = (
     "Event order [reconstruction]: in a slot the departures are drawn from the jobs present at "
     "its start, then the slot's arrival joins the server chosen from the start-of-slot state; "
@@ -22,7 +24,8 @@ RECON_JSEW = (
 RECON_TRUNC = (
     "Truncation: each server holds at most B jobs; a policy may only pick a server with room "
     "(the arrival is lost only if all are full). B grows (×1.5) until every policy's stationary "
-    "mass on the boundary is below 1e-6; RSA is computed per server without truncation (each "
+    f"mass on the boundary is below {TRUNCATION_TOL:g}; RSA is computed per server without "
+    "truncation (each "
     "server alone sees Bernoulli(p/K) arrivals). The simulation has no buffer."
 )
 RECON_RELAX = (
