@@ -9,12 +9,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from lbrepro.artifacts.affinity.config_checks import service_rates
-from lbrepro.artifacts.affinity.judging import LAM_SHIFT
+from lbrepro.artifacts.affinity.judging import neighbour_sign
 from lbrepro.artifacts.affinity.rows import table_row
 from lbrepro.artifacts.registry import Rows
 from lbrepro.core.claims import Claim, make_claim
 from lbrepro.core.io import select
 from lbrepro.core.verdicts import Component, EmptyComparisonError, Verdict, decide, exact
+from lbrepro.judging.neighbours import NEIGHBOUR, neighbour_load
 from lbrepro.models import affinity as model
 from lbrepro.plotting.intervals import legend
 from lbrepro.plotting.style import color, new_figure
@@ -46,7 +47,8 @@ def trajectory_rows(p: Mapping[str, Any], seed: np.random.SeedSequence, levels: 
     mu1, mu2 = p["mu1"], p["mu2"]
     lam, d1, K = p["lam"], p["d1"], p["K"]
     pts = model.fixed_points(lam, mu2, mu1, d1, K)
-    pts_c = model.fixed_points(lam - LAM_SHIFT, mu2, mu1, d1, K)
+    lam_c = neighbour_load(lam)
+    pts_c = model.fixed_points(lam_c, mu2, mu1, d1, K)
     rows: Rows = []
     for f, fp in enumerate(pts):
         for i in range(4):
@@ -85,7 +87,7 @@ def trajectory_rows(p: Mapping[str, Any], seed: np.random.SeedSequence, levels: 
                 distance=dist,
                 stable=pts[f].stable,
                 distance_control=dist_c,
-                lam_control=lam - LAM_SHIFT,
+                lam_control=lam_c,
             )
         )
     if len(pts) > 1:  # bistable: more initial states (final states only) for the majority test
@@ -206,7 +208,7 @@ def check_trajectories(rows: Rows, cfg: Mapping[str, Any], want_unique: bool) ->
     """Convergence to the expected fixed point(s), and for a bistable system a queueing majority."""
     limits = select(rows, quantity="limit")
     tol = cfg["tol"]
-    lam_c = limits[0]["lam_control"] if limits else cfg["lam"] - LAM_SHIFT
+    lam_c = limits[0]["lam_control"] if limits else neighbour_load(cfg["lam"])
     kinds = ("queueing",) if want_unique else ("queueing", "no-queueing")
     control = (
         f"the trajectories end within {tol:g} of the fixed points at the neighbouring load "
@@ -217,7 +219,8 @@ def check_trajectories(rows: Rows, cfg: Mapping[str, Any], want_unique: bool) ->
     )
     near = min((r["distance_control"] for r in limits), default=0.0)
     distance = (
-        f"Δλ = −{LAM_SHIFT:g}: the fixed points move by at least {near:.3g} (L1), "
+        f"Δλ = {neighbour_sign([cfg['lam']])}{NEIGHBOUR:g}: the fixed points move by at least "
+        f"{near:.3g} (L1), "
         f"{near / tol:.3g} convergence tolerances"
     )
     if want_unique:

@@ -12,10 +12,7 @@ import numpy as np
 
 from lbrepro.core.stats import Estimate, von_neumann
 from lbrepro.core.verdicts import AGREEMENT, Component, Verdict, decide, exact
-
-#: The controls' neighbouring load: the fixed points at λ − LAM_SHIFT must lie farther than the
-#: convergence tolerance from where the trajectories end.
-LAM_SHIFT = 0.02
+from lbrepro.judging.neighbours import neighbour_load
 
 #: One yardstick for the paper's words "slightly" and "significantly" (it gives no number): a
 #: relative difference of at most a quarter is slight, one of more than a quarter significant.
@@ -30,6 +27,13 @@ PERF_FLOOR = 0.002
 #: Level of the von Neumann test of a run's batch means (the convergence diagnostic): one test
 #: per run, on its slowest observable (the fraction of servers with a type-II job).
 CONVERGENCE_ALPHA = 0.001
+
+
+def neighbour_sign(lams: Sequence[float]) -> str:
+    """Which way the neighbouring loads (``neighbour_load``, the controls' rule) lie from the
+    loads ``lams``, as the sign of the step: "−" below, "+" above, "±" when they differ."""
+    signs = {"−" if neighbour_load(lam) < lam else "+" for lam in lams}
+    return signs.pop() if len(signs) == 1 else "±"
 
 
 def exact_verdict(passed: bool, measured: Any, expected: Any, details: str = "") -> Verdict:

@@ -10,9 +10,9 @@ import numpy as np
 
 from lbrepro.artifacts.affinity.config_checks import check_loads_and_d1, service_rates
 from lbrepro.artifacts.affinity.judging import (
-    LAM_SHIFT,
     PERF_FLOOR,
     batches_converged,
+    neighbour_sign,
     perf_margin,
     remainder,
 )
@@ -24,6 +24,7 @@ from lbrepro.core.io import select
 from lbrepro.core.packing import simulation_seconds
 from lbrepro.core.stats import batch_means_ci
 from lbrepro.core.verdicts import EmptyComparisonError, agrees, estimate
+from lbrepro.judging.neighbours import NEIGHBOUR, neighbour_load
 from lbrepro.models import affinity as model
 from lbrepro.models import supermarket
 from lbrepro.plotting.intervals import legend, sim_handle, simulated
@@ -203,7 +204,7 @@ def simulation_claims(
     The N-server estimate agrees with the formula within the agreement margin (2% relative,
     at least PERF_FLOOR) at every simulated λ. The formula is an N = ∞ value: the O(1/N)
     remainder at N, measured as x_{N/2} − x_N (x_N = x_∞ + c/N), is stated beside the margin
-    it must stay well inside. Control: the formula at the neighbouring load λ − LAM_SHIFT,
+    it must stay well inside. Control: the formula at the neighbouring load (neighbour_load),
     its distance stated in margins.
     """
     mu1, mu2 = service_rates(cfg)
@@ -215,11 +216,14 @@ def simulation_claims(
     if Nh == N:
         raise EmptyComparisonError("affinity: the remainder needs runs at N and N/2")
     lams = sorted({r["lam"] for r in sims})
+    sign = neighbour_sign(lams)
     claims: list[Claim] = []
     for q in quantities:
         by = {(r["N"], r["lam"]): estimate(r) for r in sims if r["quantity"] == q}
         ref = [model.performance(lam, mu2, mu1, cfg["d1"])["cm_" + q] for lam in lams]
-        ref_c = [model.performance(lam - LAM_SHIFT, mu2, mu1, cfg["d1"])["cm_" + q] for lam in lams]
+        ref_c = [
+            model.performance(neighbour_load(lam), mu2, mu1, cfg["d1"])["cm_" + q] for lam in lams
+        ]
         margins = [perf_margin(r) for r in ref]
         labels = [f"λ={lam:g}" for lam in lams]
         offsets = "; ".join(
@@ -237,11 +241,11 @@ def simulation_claims(
                 f"remainder, measured from N = {Nh}, stated)",
                 agrees(est, ref, margin=margins, labels=labels, what="simulation − formula"),
                 control=(
-                    f"the same agreement with the formula at the neighbouring loads λ − "
-                    f"{LAM_SHIFT:g}",
+                    f"the same agreement with the formula at the neighbouring loads λ {sign} "
+                    f"{NEIGHBOUR:g}",
                     agrees(est, ref_c, margin=margins, labels=labels),
                 ),
-                distance=f"Δλ = −{LAM_SHIFT:g}: the formula moves by {min(sep):.3g}–"
+                distance=f"Δλ = {sign}{NEIGHBOUR:g}: the formula moves by {min(sep):.3g}–"
                 f"{max(sep):.3g} margins",
                 source="lbrepro",
                 details=f"O(1/N) remainder at N = {N} (x_N/2 − x_N): {max(rem):.3g} at most, "

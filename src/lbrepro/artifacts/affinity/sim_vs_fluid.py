@@ -9,11 +9,7 @@ import numpy as np
 
 from lbrepro.artifacts.affinity import estimates
 from lbrepro.artifacts.affinity.config_checks import check_loads_and_d1, service_rates
-from lbrepro.artifacts.affinity.judging import (
-    LAM_SHIFT,
-    batches_converged,
-    remainder,
-)
+from lbrepro.artifacts.affinity.judging import batches_converged, remainder
 from lbrepro.artifacts.affinity.performance import simulation_cost
 from lbrepro.artifacts.affinity.reconstructions import (
     ASSIGNMENT_NOTE,
@@ -35,6 +31,7 @@ from lbrepro.core.verdicts import (
     estimate,
     exact,
 )
+from lbrepro.judging.neighbours import neighbour_load
 from lbrepro.models import affinity as model
 from lbrepro.plotting.intervals import legend, sim_handle, simulated
 from lbrepro.plotting.style import METHOD_STYLE, color, new_figure
@@ -159,8 +156,9 @@ def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
     rows += _stationary_rows(sim_h, N // 2, seed.entropy, p["batches"], case)
     pts = model.fixed_points(lam, mu2, mu1, d1)
     f, _ = model.nearest_fixed_point(tr[-1], pts)
-    # The control: the fixed point of the same kind at the neighbouring load λ − LAM_SHIFT.
-    pts_c = [q for q in model.fixed_points(lam - LAM_SHIFT, mu2, mu1, d1) if q.stable]
+    # The control: the fixed point of the same kind at the neighbouring load.
+    lam_c = neighbour_load(lam)
+    pts_c = [q for q in model.fixed_points(lam_c, mu2, mu1, d1) if q.stable]
     fc = next(q for q in pts_c if q.kind == pts[f].kind)
     for i in range(4):
         for j in range(2):
@@ -176,14 +174,12 @@ def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
                     i=i,
                     j=j,
                     kind=fc.kind,
-                    lam=lam - LAM_SHIFT,
+                    lam=lam_c,
                 )
                 | case
             )
-    sw_c = mu2 * float(fc.x[0, 1]) / (lam - LAM_SHIFT) if fc.kind == "queueing" else 0.0
-    rows.append(
-        table_row("mf", "switch_fraction_control", sw_c, lam=lam - LAM_SHIFT, kind=fc.kind) | case
-    )
+    sw_c = mu2 * float(fc.x[0, 1]) / lam_c if fc.kind == "queueing" else 0.0
+    rows.append(table_row("mf", "switch_fraction_control", sw_c, lam=lam_c, kind=fc.kind) | case)
     return with_contract_columns(rows, seed, N)
 
 
