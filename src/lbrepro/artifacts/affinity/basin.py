@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from lbrepro.artifacts.affinity import estimates
-from lbrepro.artifacts.affinity.config_checks import service_rates, validator_with_hysteresis
+from lbrepro.artifacts.affinity.config_checks import service_rates, validate_with_hysteresis
 from lbrepro.artifacts.affinity.judging import exact_verdict
 from lbrepro.artifacts.affinity.reconstructions import FLUID_NOTE
 from lbrepro.artifacts.affinity.rows import SLUG, table_row
@@ -242,6 +242,6 @@ ARTIFACT = Artifact(
     memory=estimates.basin_memory,
     check=check,
     plot=plot,
-    validate=validator_with_hysteresis("affinity-basin"),
+    validate=validate_with_hysteresis,
     reconstructions=(FLUID_NOTE,),
 )

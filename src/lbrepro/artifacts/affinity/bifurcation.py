@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from lbrepro.artifacts.affinity import estimates
-from lbrepro.artifacts.affinity.config_checks import service_rates, validator_with_hysteresis
+from lbrepro.artifacts.affinity.config_checks import service_rates, validate_with_hysteresis
 from lbrepro.artifacts.affinity.judging import exact_verdict
 from lbrepro.artifacts.affinity.rows import SLUG, table_row
 from lbrepro.artifacts.registry import Artifact, Rows
@@ -213,5 +213,5 @@ ARTIFACT = Artifact(
     memory=estimates.bifurcation_memory,
     check=check,
     plot=plot,
-    validate=validator_with_hysteresis("affinity-bifurcation"),
+    validate=validate_with_hysteresis,
 )

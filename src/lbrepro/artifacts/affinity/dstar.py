@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from lbrepro.artifacts.affinity import estimates
-from lbrepro.artifacts.affinity.config_checks import check_loads_and_d1
+from lbrepro.artifacts.affinity.config_checks import MU1, check_loads_and_d1
 from lbrepro.artifacts.affinity.judging import exact_verdict
 from lbrepro.artifacts.affinity.rows import SLUG, is_real_number, table_row
 from lbrepro.artifacts.registry import Artifact, Rows
@@ -21,15 +21,13 @@ from lbrepro.models import affinity as model
 
 def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """One job: every (λ, μ2) of the table (closed forms, instantaneous)."""
-    return {"all": {"lam": list(cfg["lam"]), "mu2": list(cfg["mu2"]), "mu1": cfg.get("mu1", 1.0)}}
+    return {"all": {"lam": list(cfg["lam"]), "mu2": list(cfg["mu2"]), "mu1": cfg.get("mu1", MU1)}}
 
 
 def validate(cfg: Mapping[str, Any]) -> None:
     """Every (λ, μ2) pair must be a valid, stable parameter set."""
     for mu2 in cfg["mu2"]:
-        check_loads_and_d1(
-            {"lam": cfg["lam"], "mu2": mu2, "mu1": cfg.get("mu1", 1.0)}, "affinity-dstar"
-        )
+        check_loads_and_d1({"lam": cfg["lam"], "mu2": mu2, "mu1": cfg.get("mu1", MU1)})
 
 
 def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:

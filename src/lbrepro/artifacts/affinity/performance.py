@@ -336,12 +336,8 @@ def summary_of(quantities: tuple[str, ...]) -> Callable[[Rows], Rows]:
     return summary
 
 
-def validator_for_load_grids(name: str) -> Callable[[Mapping[str, Any]], None]:
-    """The validate function of a performance section: both load lists are checked."""
-
-    def validate(cfg: Mapping[str, Any]) -> None:
-        """Check the grid's and the simulated loads, naming the list they came from."""
-        check_loads_and_d1({**cfg, "lam": list(cfg["lam_grid"])}, name, "lam_grid")
-        check_loads_and_d1({**cfg, "lam": list(cfg["lam_sim"])}, name, "lam_sim")
-
-    return validate
+def validate(cfg: Mapping[str, Any]) -> None:
+    """The validate function of a performance section: the grid's and the simulated loads,
+    each error naming the list the load came from (``lam_sim[1]``)."""
+    check_loads_and_d1({**cfg, "lam": list(cfg["lam_grid"])}, "lam_grid")
+    check_loads_and_d1({**cfg, "lam": list(cfg["lam_sim"])}, "lam_sim")

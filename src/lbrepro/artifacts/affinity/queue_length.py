@@ -19,7 +19,7 @@ from lbrepro.artifacts.affinity.performance import (
     points,
     simulation_claims,
     summary_of,
-    validator_for_load_grids,
+    validate,
 )
 from lbrepro.artifacts.affinity.reconstructions import (
     ASSIGNMENT_NOTE,
@@ -146,6 +146,6 @@ ARTIFACT = Artifact(
     check=check,
     plot=plot,
     summary=summary_of(("wait_jobs", "wait_var")),
-    validate=validator_for_load_grids("affinity-queue-length"),
+    validate=validate,
     reconstructions=(ASSIGNMENT_NOTE, PERF_NOTE, EXTRAPOLATION_NOTE, WORDS_NOTE),
 )

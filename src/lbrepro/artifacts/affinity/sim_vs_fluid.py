@@ -43,12 +43,10 @@ if TYPE_CHECKING:
 
 def validate(cfg: Mapping[str, Any]) -> None:
     """Check loads and N, and that every case's d1 lies in [1, N]."""
-    check_loads_and_d1(cfg, "affinity-sim-vs-fluid")
+    check_loads_and_d1(cfg)
     for i, (d1, _start) in enumerate(cfg["cases"]):
         if not 1 <= d1 <= cfg["N"]:
-            raise ConfigError(
-                f"affinity-sim-vs-fluid.cases[{i}][0]", f"d1 = {d1} must lie in [1, N = {cfg['N']}]"
-            )
+            raise ConfigError(f"cases[{i}][0]", f"d1 = {d1} must lie in [1, N = {cfg['N']}]")
 
 
 def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from lbrepro.artifacts.affinity import estimates
-from lbrepro.artifacts.affinity.config_checks import validator_with_hysteresis
+from lbrepro.artifacts.affinity.config_checks import validate_with_hysteresis
 from lbrepro.artifacts.affinity.fluid_trajectories import (
     check_trajectories,
     plot_trajectories,
@@ -57,6 +57,6 @@ ARTIFACT = Artifact(
     memory=estimates.trajectory_memory,
     check=check,
     plot=plot,
-    validate=validator_with_hysteresis("affinity-trajectories"),
+    validate=validate_with_hysteresis,
     reconstructions=(FLUID_NOTE, RANDOM_STATES_NOTE),
 )

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from lbrepro.artifacts.affinity import estimates
-from lbrepro.artifacts.affinity.config_checks import service_rates, validator_with_hysteresis
+from lbrepro.artifacts.affinity.config_checks import service_rates, validate_with_hysteresis
 from lbrepro.artifacts.affinity.judging import exact_verdict, grows
 from lbrepro.artifacts.affinity.reconstructions import ASSIGNMENT_NOTE, PRIMARY_NOTE, TUNNELING_NOTE
 from lbrepro.artifacts.affinity.rows import SLUG, format_or_na, table_row, with_contract_columns
@@ -398,6 +398,6 @@ ARTIFACT = Artifact(
     check=check,
     plot=plot,
     summary=summary,
-    validate=validator_with_hysteresis("affinity-tunneling"),
+    validate=validate_with_hysteresis,
     reconstructions=(ASSIGNMENT_NOTE, PRIMARY_NOTE, TUNNELING_NOTE),
 )

@@ -18,7 +18,7 @@ from lbrepro.artifacts.affinity.performance import (
     points,
     simulation_claims,
     summary_of,
-    validator_for_load_grids,
+    validate,
 )
 from lbrepro.artifacts.affinity.reconstructions import (
     ASSIGNMENT_NOTE,
@@ -123,6 +123,6 @@ ARTIFACT = Artifact(
     check=check,
     plot=plot,
     summary=summary_of(("wait_time_I", "wait_time_II", "wait_time")),
-    validate=validator_for_load_grids("affinity-waiting"),
+    validate=validate,
     reconstructions=(ASSIGNMENT_NOTE, PERF_NOTE, EXTRAPOLATION_NOTE, WORDS_NOTE),
 )
