@@ -103,6 +103,8 @@ def steps_rows(N=50, k=3, ds=(25, 33, 34), relabel=None):
         {"method": "cf", "quantity": "f_ref", "value": float(v), "n": n, "exact": str(v)}
         for n, v in enumerate(model.f_ref(N, k))
     ]
+    rows.append({"method": "cf", "quantity": "d_min", "value": model.table1_d(N, k), "N": N,
+                 "k": k})  # fmt: skip
     for d in ds:
         src = (relabel or {}).get(d, d)
         rows += [
