@@ -133,11 +133,14 @@ def test_stepfunctions_fail_when_the_functions_are_swapped():
 
 
 def dstar_rows(values=(1, 18, 46), confirms=True):
+    lam_c = dstar._nearest_failing_load(0.8, 0.5, 1.0)
+    control = {"method": "cf", "quantity": "dstar_control", "value": model.dstar(lam_c, 0.5),
+               "lam": lam_c, "mu2": 0.5}  # fmt: skip
     return [
         {"method": "cf", "quantity": "dstar", "value": v, "lam": lam, "mu2": 0.5,
          "grid_confirms": confirms, "grid_confirms_shifted": None if v == 1 else False}
         for lam, v in zip((0.4, 0.8, 0.9), values, strict=True)
-    ]  # fmt: skip
+    ] + [control]  # fmt: skip
 
 
 DSTAR_CFG = {"lam": [0.4, 0.8, 0.9], "mu2": [0.5]}
