@@ -322,9 +322,11 @@ def cf(policy, quantity, lam, value):
 
 
 def perf_sim_rows(quantities, at_shift=0.0):
-    """CM simulations at N and N/2 on the fixed-point formula (at λ − at_shift), tight CIs."""
+    """CM simulations at N and N/2 on the fixed-point formula (at λ − at_shift), tight CIs,
+    beside the formulas at λ and its neighbouring load that their point writes."""
     rows = []
     for lam in (0.8,):
+        rows += performance.formula_rows(lam, 0.5, 1.0, 3)
         perf = model.performance(lam - at_shift, 0.5, 1.0, 3)
         for q in quantities:
             for n in (1000, 500):
@@ -343,6 +345,7 @@ def ql_rows(cm_factor=1.1, var_factor=1.9, at_shift=0.0):
             cf("ra", "wait_jobs", lam, 5 * jsq),
             cf("cm", "wait_var", lam, jsq),
             cf("jsq", "wait_var", lam, var_factor * jsq),
+            cf("jsq", "jobs_var", lam, var_factor * jsq),
         ]
     return rows + perf_sim_rows(("wait_jobs", "wait_var"), at_shift)
 
@@ -371,6 +374,7 @@ def test_queue_length_real_formulas_keep_the_paper_words_not_reproduced():
         for key in performance.PERF_KEYS:
             policy, quantity = key.split("_", 1)
             rows.append(cf(policy, quantity, lam, perf[key]))
+        rows.append(cf("jsq", "jobs_var", lam, performance.jsq_jobs_var(lam, 1.0, 3)))
     claims = queue_length.check(rows + perf_sim_rows(("wait_jobs", "wait_var")), PERF_CFG)
     assert failed(claims, "slightly more")  # CM/JSQ 1.37–1.70 at λ = 0.6–0.9
     assert failed(claims, "almost twice")  # Var ratio 0.70–0.90
@@ -413,6 +417,7 @@ def test_waiting_small_type_i_wait_needs_its_ci_not_an_absolute_tolerance():
     rows = [cf("cm", "wait_time_I", 0.6, v), cf("jsq", "wait_time", 0.6, 0.2)]
     rows += [cf("ra", "wait_time", 0.6, 1.5), cf("cm", "wait_time_II", 0.6, 0.5)]
     rows += [cf("cm", "wait_time", 0.6, 0.3)]
+    rows += performance.formula_rows(0.6, 0.5, 1.0, 3)
     for q, val in (("wait_time_I", 2 * v), ("wait_time_II", 0.5), ("wait_time", 0.336)):
         for n in (1000, 500):
             rows.append(sim(val, 0.01 * val, n, policy="cm", quantity=q, lam=0.6, d1=3))
