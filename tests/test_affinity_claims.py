@@ -24,6 +24,7 @@ from lbrepro.artifacts.affinity import (
 )
 from lbrepro.core.claims import CONSISTENCY, DIAGNOSTIC, NOT_REPRODUCED, REPRODUCED, gate
 from lbrepro.core.claims import UNDECIDED as UNDECIDED_STATUS
+from lbrepro.core.verdicts import EmptyComparisonError
 from lbrepro.models import affinity as model
 
 
@@ -241,7 +242,9 @@ def svf_rows(offset_c=0.0, at_lam=0.8, half=5e-4, N=2000, tunnel=0.0):
         rows.append(sim(sw + offset_c / n, 4 * half, n, quantity="switch_fraction") | case)
     rows.append({"method": "mf", "quantity": "switch_fraction_control",
                  "value": 0.5 * float(fpc[0, 1]) / 0.78, "kind": "queueing"} | case)  # fmt: skip
-    return rows
+    rows.append({"method": "cf", "quantity": "switch_fraction_formula",
+                 "value": 0.5 * float(fp[0, 1]) / 0.8, "kind": "queueing"} | case)  # fmt: skip
+    return rows + sim_vs_fluid.compute({"published": True, **sim_vs_fluid.FIG5}, None)
 
 
 def test_sim_vs_fluid_holds():
@@ -296,6 +299,9 @@ def test_sim_vs_fluid_leaves_out_a_cell_the_run_cannot_observe():
         rows.append(sim(0.125, 1e-3, n, quantity="switch_fraction") | case)
     rows.append({"method": "mf", "quantity": "switch_fraction_control", "value": 0.16,
                  "kind": "queueing"} | case)  # fmt: skip
+    rows.append({"method": "cf", "quantity": "switch_fraction_formula", "value": 0.125,
+                 "kind": "queueing"} | case)  # fmt: skip
+    rows += sim_vs_fluid.compute({"published": True, **sim_vs_fluid.FIG5}, None)
     cfg = {"lam": 0.8, "cases": [[25, "type2"]], "mu1": 1.0, "mu2": 0.5}
     c = next(c for c in sim_vs_fluid.check(rows, cfg) if "settles" in c.claim)
     assert c.passed and "x(2, 1)" not in c.details.split("left out")[0]
@@ -306,7 +312,23 @@ def test_fig5_and_switch_fraction_are_consistency_checks():
     claims = sim_vs_fluid.check(svf_rows(), SVF_CFG)
     fig5 = next(c for c in claims if c.claim.startswith("Fig. 5"))
     assert fig5.kind == CONSISTENCY and fig5.passed and "seed text" in fig5.claim
-    assert not sim_vs_fluid._fig5_verdict(0.79).passed
+    cells = {
+        (r["i"], r["j"]): r["value"] for r in svf_rows() if r["quantity"] == "fig5_fixed_point"
+    }
+    assert sim_vs_fluid._fig5_verdict(cells, 0.8).passed
+    at_079 = model.queueing_fixed_point(0.79, 0.5, 1.0, 3)
+    assert not sim_vs_fluid._fig5_verdict({c: at_079[c] for c in cells}, 0.79).passed
+
+
+def test_sim_vs_fluid_reads_the_published_closed_forms_from_its_table():
+    rows = [r for r in svf_rows() if r["quantity"] != "fig5_switch_fraction"]
+    with pytest.raises(EmptyComparisonError, match="published point"):
+        sim_vs_fluid.check(rows, SVF_CFG)
+    rows = [
+        r | {"value": 0.3} if r["quantity"] == "fig5_switch_fraction" else r for r in svf_rows()
+    ]
+    claims = sim_vs_fluid.check(rows, SVF_CFG)
+    assert not next(c for c in claims if "immediate switch" in c.claim).passed
 
 
 # ---------------------------------------------------------------------------------------

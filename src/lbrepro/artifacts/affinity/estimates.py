@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from lbrepro.artifacts.affinity.performance import simulation_cost
 from lbrepro.core import footprint
 from lbrepro.core.packing import POINT_START_SECONDS, simulation_seconds
 from lbrepro.sim.affinity import EVENTS_PER_SECOND
@@ -113,9 +114,19 @@ def performance_memory(p: Mapping[str, Any]) -> footprint.Footprint:
     return {"N": BYTES_PER_SERVER * p["N"], "lam_sim": footprint.rows(16)}
 
 
+def sim_vs_fluid_cost(p: Mapping[str, Any]) -> float:
+    """affinity-sim-vs-fluid: a case's simulation (performance.simulation_cost), or the
+    published point's closed forms (a fixed point)."""
+    if p.get("published"):
+        return POINT_START_SECONDS + FIXED_POINT_SECONDS
+    return simulation_cost(p)
+
+
 def sim_vs_fluid_memory(p: Mapping[str, Any]) -> footprint.Footprint:
     """The simulator's per-server arrays; snapshots every dt_snap up to t_plot, eight rows
-    each."""
+    each (the published point: a few rows)."""
+    if p.get("published"):
+        return {"cases": footprint.rows(8)}
     snaps = p["t_plot"] / p["dt_snap"] + 1
     return {
         "N": BYTES_PER_SERVER * p["N"],
