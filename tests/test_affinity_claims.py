@@ -515,7 +515,7 @@ TUN_CFG = {"lam": 0.8, "d1": 25, "low": 0.1, "high": 0.7, "horizon": 5000, "mu1"
            "mu2": 0.5}  # fmt: skip
 
 
-def tun_rows(grow=True, switches=40, censored=2):
+def tun_rows(grow=True, switches=40, censored=2, fluid_switches=0):
     sign = 1 if grow else -1
     rows = []
     for i, N in enumerate((150, 250, 400)):
@@ -532,6 +532,8 @@ def tun_rows(grow=True, switches=40, censored=2):
             m = 100 + sign * 60 * i
             rows.append(sim(m, 15, N, batches=30, quantity="residence", state=state, count=30,
                             switches=switches if N == 60 else 20))  # fmt: skip
+        rows.append({"method": "mf", "quantity": "fluid_switches", "value": fluid_switches,
+                     "N": N, "t_end": 500.0})  # fmt: skip
     return rows
 
 
@@ -545,6 +547,14 @@ def test_tunneling_fails_when_residences_shrink_or_nothing_switches():
     assert failed(claims, "queueing state increases with N (d1/N")
     assert failed(claims, "mean residence near the queueing")
     assert failed(claims, "switches between")
+
+
+def test_tunneling_control_reads_the_fluid_limit_row():
+    # A fluid limit that switched too (the control's row, not a computation in check): the
+    # control is reproduced.
+    claims = tunneling.check(tun_rows(fluid_switches=3), TUN_CFG)
+    claim = next(c for c in claims if "switches between" in c.claim)
+    assert claim.passed and claim.control["passed"]
 
 
 def test_tunneling_judges_only_small_d1_over_n():

@@ -166,6 +166,9 @@ def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
             )
         )
     rows.append(table_row("path", "time_fraction_queueing", float(np.mean(h >= 0.5)), N=N))
+    # The tunneling claim's control: the switches of the N = ∞ system (the fluid limit).
+    t_end, switches = _fluid_switches(p)
+    rows.append(table_row("mf", "fluid_switches", switches, N=N, t_end=t_end))
     every = max(1, round(1.0 / p["dt_snap"]))
     for t, v in zip(snap[::every], h[::every], strict=True):
         if t <= p["t_trace"]:
@@ -178,23 +181,29 @@ def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
 SMALL_D1_RATIO = 0.2
 
 
-def _fluid_switches(cfg: Mapping[str, Any]) -> int:
-    """Switches of the N = ∞ system (the fluid limit from empty): the tunneling control."""
-    mu1, mu2 = service_rates(cfg)
+#: The fluid limit's path (the tunneling control) runs from empty up to the horizon, at most
+#: FLUID_T_END time units (it settles long before), recorded at FLUID_RECORDS times.
+FLUID_T_END = 500.0
+FLUID_RECORDS = 1001
+
+
+def _fluid_switches(p: Mapping[str, Any]) -> tuple[float, int]:
+    """(t_end, switches) of the N = ∞ system, the fluid limit from empty, counted with the
+    point's hysteresis thresholds: the tunneling claim's control."""
     K = model.K_DEFAULT
-    t_end = min(float(cfg["horizon"]), 500.0)
+    t_end = min(float(p["horizon"]), FLUID_T_END)
     times, tr = model.fluid_trajectory(
         model.start_state("empty", K),
-        cfg["lam"],
-        mu2,
-        mu1,
-        cfg["d1"],
+        p["lam"],
+        p["mu2"],
+        p["mu1"],
+        p["d1"],
         t_end=t_end,
-        n_record=1001,
+        n_record=FLUID_RECORDS,
         K=K,
     )
-    _, _, switches = residence_times(times, tr[:, :, 1].sum(axis=1), cfg["low"], cfg["high"])
-    return int(switches)
+    _, _, switches = residence_times(times, tr[:, :, 1].sum(axis=1), p["low"], p["high"])
+    return t_end, int(switches)
 
 
 def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
@@ -258,6 +267,9 @@ def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
     if not sw:
         raise EmptyComparisonError("affinity-tunneling: no residence rows")
     smallest = min(sw, key=lambda r: r["N"])
+    fluid = select(rows, quantity="fluid_switches", N=smallest["N"])
+    if not fluid:
+        raise EmptyComparisonError(f"affinity-tunneling: no fluid-limit row at N = {smallest['N']}")
 
     def switching(n: int, who: str) -> Verdict:
         """Whether a path switched between the states at least twice."""
@@ -270,7 +282,7 @@ def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
             switching(int(smallest["switches"]), f"N = {smallest['N']}"),
             control=(
                 "the fluid limit (N = ∞) from empty switches too",
-                switching(_fluid_switches(cfg), "fluid limit"),
+                switching(int(fluid[0]["value"]), "fluid limit"),
             ),
             distance="the same system without its finite-N noise (the N → ∞ limit the "
             "tunneling departs from)",
