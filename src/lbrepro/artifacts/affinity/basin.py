@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from lbrepro.artifacts.affinity import estimates
-from lbrepro.artifacts.affinity.config_checks import service_rates, validate_with_hysteresis
+from lbrepro.artifacts.affinity.config_checks import MU2, service_rates, validate_with_hysteresis
+from lbrepro.artifacts.affinity.estimates import CONTROL_GRID, simplex_states
 from lbrepro.artifacts.affinity.judging import exact_verdict
 from lbrepro.artifacts.affinity.reconstructions import FLUID_NOTE
 from lbrepro.artifacts.affinity.rows import SLUG, table_row
@@ -22,11 +23,6 @@ from lbrepro.plotting.style import color, new_figure
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
-
-
-#: Spacing 1/CONTROL_GRID of the control grid at d1* − 1: (10 + 1)(10 + 2)/2 = 66 initial
-#: states (one fixed point there, so a coarse grid suffices to show a single basin).
-CONTROL_GRID = 10
 
 
 def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -230,10 +226,11 @@ ARTIFACT = Artifact(
     kind="figure",
     title="Fig. 8: basins of attraction on the simplex x00 + x01 + x10 = 1",
     caption=(
-        "Initial states on a triangular grid of x00 + x01 + x10 = 1 coloured by the fixed "
-        "point their fluid trajectory reaches, λ = 0.8, μ2 = 0.5, d1 = 25 ((grid + 1)(grid "
-        "+ 2)/2 states: 496 at grid = 30). The control at d1* − 1 uses a coarser grid of 66 "
-        "states."
+        "Initial states on a triangular grid of x00 + x01 + x10 = 1 (spacing 1/grid: "
+        "(grid + 1)(grid + 2)/2 states) coloured by the fixed point their fluid trajectory "
+        f"reaches, at the section's λ and d1 (in the title; μ2 = {MU2:g} unless the section sets "
+        f"it). The control at d1* − 1 uses a grid of spacing 1/{CONTROL_GRID} (at most "
+        f"{simplex_states(CONTROL_GRID)} states)."
     ),
     methods=("MF",),
     points=points,

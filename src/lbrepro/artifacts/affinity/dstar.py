@@ -199,7 +199,8 @@ ARTIFACT = Artifact(
     title="d1*: the smallest primary selection with no-queueing fixed points",
     caption=(
         "d1* = smallest d1 for which F(u) = u + (λ/μ1)(1 − (1−u)^d1) + (λ/μ2)(1−u)^d1 − 1 "
-        "has a root (μ1 = 1); for λ < μ2 there is always exactly one (d1* = 1). F is convex, "
+        f"has a root (μ1 = {MU1:g} unless the section sets it); for λ < μ2 there is always "
+        "exactly one (d1* = 1). F is convex, "
         "so its minimum decides; 'real' is the non-integer d at which the roots are born."
     ),
     methods=("CF",),

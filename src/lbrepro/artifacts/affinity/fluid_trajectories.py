@@ -24,6 +24,12 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 
+#: Cells x[i, j] (in the order x00, x01, x10, x11, x20, …) a random initial state spreads over:
+#: Fig. 4's (x[i, j], i ≤ 4) and Fig. 9's (x00, x01, x10, x11).
+FIG4_CELLS = 10
+FIG9_CELLS = 4
+
+
 def random_states(seed: np.random.SeedSequence, n: int, levels: int, K: int) -> list[np.ndarray]:
     """n initial states, Dirichlet(1) over the first ``levels`` cells (i, j) in order."""
     rng = np.random.default_rng(seed)

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from lbrepro.artifacts.affinity import estimates
+from lbrepro.artifacts.affinity.config_checks import MU2
 from lbrepro.artifacts.affinity.judging import QUARTER, band_verdict
 from lbrepro.artifacts.affinity.performance import (
     compute,
@@ -116,9 +117,10 @@ ARTIFACT = Artifact(
     kind="figure",
     title="Fig. 6: waiting jobs per server, CM(3) vs JSQ(3) vs RA",
     caption=(
-        "Mean number of waiting jobs per server (excluding the job in service) against λ, "
-        "μ2 = 0.5, d1 = 3: CM(3) at its fixed point, JSQ(3) (supermarket) and RA (M/M/1); "
-        "markers: simulation with N = 1000 servers (95% CI)."
+        "Mean and variance of the number of waiting jobs per server (excluding the job in "
+        "service) against λ: CM(d1) at its fixed point, JSQ(d1) (supermarket) and RA (M/M/1), "
+        f"at the section's d1 (in the legend; μ2 = {MU2:g} unless the section sets it); "
+        "markers: simulation with the section's N servers (95% CI)."
     ),
     methods=("CF", "SIM"),
     points=points,

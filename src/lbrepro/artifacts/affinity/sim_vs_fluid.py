@@ -8,8 +8,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from lbrepro.artifacts.affinity import estimates
-from lbrepro.artifacts.affinity.config_checks import check_loads_and_d1, service_rates
-from lbrepro.artifacts.affinity.judging import batches_converged, remainder
+from lbrepro.artifacts.affinity.config_checks import MU2, check_loads_and_d1, service_rates
+from lbrepro.artifacts.affinity.judging import (
+    FRACTION_MARGIN,
+    MIN_SERVERS,
+    STAY,
+    batches_converged,
+    remainder,
+)
 from lbrepro.artifacts.affinity.reconstructions import (
     ASSIGNMENT_NOTE,
     EXTRAPOLATION_NOTE,
@@ -247,12 +253,6 @@ def _published(rows: Rows) -> tuple[dict[tuple[int, int], float], float]:
     return cells, switch[0]["value"]
 
 
-#: A cell of a fixed point enters the family only if at least one server is expected in it
-#: (N·x ≥ 1): a fraction the run cannot observe (d1 = 25, x21 ≈ 1.7e-6 at N = 2000: 0.003
-#: servers) has no interval to decide on.
-MIN_SERVERS = 1.0
-
-
 def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
     """Fig. 5's fixed point and switch fraction (consistency), then each case against its
     fluid fixed point."""
@@ -389,17 +389,6 @@ def _case_claims(
     return claims
 
 
-#: The agreement margin of a fraction (of servers, or of arrivals): 0.01, one hundredth of the
-#: 0–1 axis of Figs. 3/5, where curves that coincide to the eye differ by less. Absolute, not
-#: 2% relative: the cells range from 0.007 to 0.8, and a relative margin on the smallest would
-#: ask for a precision the figure never shows.
-FRACTION_MARGIN = 0.01
-
-#: How far a batch's type-II fraction may stray from the fixed point's before the run counts
-#: as having left the quasi-stable state (the two states differ by ≥ 0.39 at λ = 0.8, d1 = 25).
-STAY = 0.15
-
-
 def plot(rows: Rows, cfg: Mapping[str, Any]) -> Figure:
     """One panel per case: the simulated path (solid) against the fluid limit (dashed), and at
     the right edge the stationary estimates at the largest N with their 95% CIs."""
@@ -472,10 +461,12 @@ ARTIFACT = Artifact(
     kind="figure",
     title="Figs. 3/5: simulation (N = 2000) against the fluid limit",
     caption=(
-        "Fractions x[i, j] along one simulated path with N = 2000 servers (solid) and the "
-        "fluid limit (dashed), λ = 0.8, μ2 = 0.5: d1 = 3 from empty (unique, queueing fixed "
-        "point), d1 = 25 from empty (no-queueing point) and from one type-II job everywhere "
-        "(queueing point)."
+        "Fractions x[i, j] along one simulated path with the section's N servers (solid) and "
+        "the fluid limit (dashed) at its λ (μ2 = "
+        f"{MU2:g} unless the section sets it), one panel per case (d1, start): with d1 below "
+        "d1* the fixed point is unique (queueing), at or above it the start decides — from "
+        "empty the no-queueing point, from one type-II job everywhere the queueing point. "
+        "Diamonds: the stationary means at N (95% CI)."
     ),
     methods=("MF", "SIM"),
     points=points,

@@ -154,7 +154,9 @@ ARTIFACT = Artifact(
     caption=(
         "Step function f_ref of JSQ(k) (each selection stacked as a block from its lowest "
         "position) against the worst-case d-regular step function f_aff, which jumps "
-        "(d+1)/N at position 1 and to 1 at N − d. d = 34 (Table 1 for k = 3) lies above."
+        "(d+1)/N at position 1 and to 1 at N − d, for the section's N, k and each of its d: a d "
+        "at or above Table 1's threshold for k lies above f_ref everywhere, one below it falls "
+        "below somewhere."
     ),
     methods=("CF",),
     points=points,

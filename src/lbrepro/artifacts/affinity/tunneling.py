@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from lbrepro.artifacts.affinity import estimates
-from lbrepro.artifacts.affinity.config_checks import service_rates, validate_with_hysteresis
-from lbrepro.artifacts.affinity.judging import exact_verdict, grows
+from lbrepro.artifacts.affinity.config_checks import MU2, service_rates, validate_with_hysteresis
+from lbrepro.artifacts.affinity.judging import SMALL_D1_RATIO, exact_verdict, grows
 from lbrepro.artifacts.affinity.reconstructions import ASSIGNMENT_NOTE, PRIMARY_NOTE, TUNNELING_NOTE
 from lbrepro.artifacts.affinity.rows import SLUG, format_or_na, table_row, with_contract_columns
 from lbrepro.artifacts.registry import Artifact, Rows
@@ -174,11 +174,6 @@ def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
         if t <= p["t_trace"]:
             rows.append(table_row("path", "type2_fraction", float(v), t=float(t), N=N))
     return with_contract_columns(rows, seed, N)
-
-
-#: The paper's residence-time claim is about large N with d1 fixed: it is judged only where
-#: d1/N ≤ SMALL_D1_RATIO (N ≥ 125 at d1 = 25).
-SMALL_D1_RATIO = 0.2
 
 
 #: The fluid limit's path (the tunneling control) runs from empty up to the horizon, at most
@@ -396,8 +391,9 @@ ARTIFACT = Artifact(
     kind="figure",
     title="Tunneling: finite-N switching between the two quasi-stable states",
     caption=(
-        "Left: fraction of servers holding a type-II job along simulated paths (λ = 0.8, "
-        "μ2 = 0.5, d1 = 25): near 1 in the queueing state, near 0 in the no-queueing state. "
+        "Left: fraction of servers holding a type-II job along simulated paths at the "
+        f"section's λ and d1 (in the title on the right; μ2 = {MU2:g} unless the section sets "
+        "it): near 1 in the queueing state, near 0 in the no-queueing state. "
         "Right: mean residence time in each state against N (hysteresis thresholds; "
         "95% CI over complete stays) and the mean first exit time from empty at larger N "
         "(95% CI over replications)."
