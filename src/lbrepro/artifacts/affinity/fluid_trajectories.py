@@ -48,6 +48,23 @@ def random_states(seed: np.random.SeedSequence, n: int, levels: int, K: int) -> 
 MAJORITY_STATES = 100
 
 
+def fixed_point_reached(
+    x0: np.ndarray, p: Mapping[str, Any], d1: int, pts: list[Any]
+) -> tuple[int, float]:
+    """Where the fluid limit from ``x0`` ends (the point's λ, μ1, μ2, t_end and dt; ``d1``):
+    the index of the nearest fixed point of ``pts`` and its L1 distance."""
+    xf = model.fluid_final(x0, p["lam"], p["mu2"], p["mu1"], d1, p["t_end"], p["dt"])
+    return model.nearest_fixed_point(xf, pts)
+
+
+def _limit_row(quantity: str, n: int, f: int, dist: float, pts: list[Any], **extra: Any) -> dict:
+    """The fixed point trajectory ``n`` reached (its index f) and how close it came."""
+    fp = pts[f]
+    return table_row(
+        "mf", quantity, f, traj=n, kind=fp.kind, distance=dist, stable=fp.stable, **extra
+    )
+
+
 def trajectory_rows(p: Mapping[str, Any], seed: np.random.SeedSequence, levels: int) -> Rows:
     """Fixed points, trajectories from random initial states and their limits (more if bistable)."""
     mu1, mu2 = p["mu1"], p["mu2"]
@@ -84,34 +101,13 @@ def trajectory_rows(p: Mapping[str, Any], seed: np.random.SeedSequence, levels: 
                         table_row("mf", "x", float(tr[t_idx, i, j]), traj=n, t=float(t), i=i, j=j)
                     )
         rows.append(
-            table_row(
-                "mf",
-                "limit",
-                f,
-                traj=n,
-                kind=pts[f].kind,
-                distance=dist,
-                stable=pts[f].stable,
-                distance_control=dist_c,
-                lam_control=lam_c,
-            )
+            _limit_row("limit", n, f, dist, pts, distance_control=dist_c, lam_control=lam_c)
         )
     if len(pts) > 1:  # bistable: more initial states (final states only) for the majority test
         more = random_states(seed.spawn(1)[0], MAJORITY_STATES, levels, K)
         for n, x0 in enumerate(more):
-            xf = model.fluid_final(x0, lam, mu2, mu1, d1, p["t_end"], p["dt"])
-            f, dist = model.nearest_fixed_point(xf, pts)
-            rows.append(
-                table_row(
-                    "mf",
-                    "limit_extra",
-                    f,
-                    traj=n,
-                    kind=pts[f].kind,
-                    distance=dist,
-                    stable=pts[f].stable,
-                )
-            )
+            f, dist = fixed_point_reached(x0, p, d1, pts)
+            rows.append(_limit_row("limit_extra", n, f, dist, pts))
     return rows
 
 

@@ -364,25 +364,25 @@ def summary(rows: Rows) -> Rows:
         }
         for r in sorted(select(rows, quantity="residence"), key=lambda r: (r["N"], r["state"]))
     ]
-    out += [
-        {
-            "N": r["N"],
-            "state": "no-queueing (first exit from empty)",
-            "complete stays": f"{r['reps'] - r['censored']}/{r['reps']}",
-            "mean residence (95% CI)": _ci_text(r),
-        }
-        for r in sorted(select(rows, quantity="exit_time"), key=lambda r: r["N"])
-    ]
-    out += [
-        {
-            "N": r["N"],
-            "state": "queueing (first exit from a type-II job everywhere)",
-            "complete stays": f"{r['reps'] - r['censored']}/{r['reps']} (cap {r['cap']:g})",
-            "mean residence (95% CI)": _ci_text(r),
-        }
-        for r in sorted(select(rows, quantity="queueing_exit_time"), key=lambda r: r["N"])
-    ]
+    out += _exit_summary(rows, "exit_time", "no-queueing (first exit from empty)", False)
+    out += _exit_summary(
+        rows, "queueing_exit_time", "queueing (first exit from a type-II job everywhere)", True
+    )
     return out
+
+
+def _exit_summary(rows: Rows, quantity: str, state: str, show_cap: bool) -> Rows:
+    """The summary rows of one kind of first exit: uncensored runs and the capped mean per N."""
+    return [
+        {
+            "N": r["N"],
+            "state": state,
+            "complete stays": f"{r['reps'] - r['censored']}/{r['reps']}"
+            + (f" (cap {r['cap']:g})" if show_cap else ""),
+            "mean residence (95% CI)": _ci_text(r),
+        }
+        for r in sorted(select(rows, quantity=quantity), key=lambda r: r["N"])
+    ]
 
 
 ARTIFACT = Artifact(
