@@ -24,6 +24,7 @@ from lbrepro.artifacts.affinity import (
 )
 from lbrepro.core.claims import CONSISTENCY, DIAGNOSTIC, NOT_REPRODUCED, REPRODUCED, gate
 from lbrepro.core.claims import UNDECIDED as UNDECIDED_STATUS
+from lbrepro.core.verdicts import EmptyComparisonError
 from lbrepro.models import affinity as model
 
 
@@ -65,19 +66,9 @@ def sim(value, half, N, batches=20, **extra):
 # affinity-table1
 
 
-def table1_rows(N=50, ks=range(1, 6)):
-    return [
-        {
-            "method": "cf",
-            "quantity": "d_min",
-            "value": model.table1_d(N, k),
-            "k": k,
-            "N": N,
-            "dominates_everywhere": True,
-            "d_minus_1": False,
-        }
-        for k in ks
-    ]
+def table1_rows(N=50, k_max=5):
+    """The table compute writes: d per k, the first-jump control's d and N ± 1's row."""
+    return table1.compute({"N": N, "k_max": k_max}, None)
 
 
 def test_table1_holds():
@@ -93,6 +84,17 @@ def test_table1_fails_on_a_wrong_row_and_a_wrong_shortcut():
     assert failed(claims, "Concavity shortcut")
 
 
+def test_table1_control_reads_its_rows():
+    # The N ± 1 rows of the table, not a computation in check: made equal to the published row,
+    # the control reproduces it.
+    rows = table1_rows()
+    for r in rows:
+        if r["quantity"] == "d_min_near":
+            r["value"] = table1.PUBLISHED_TABLE1[r["k"]]
+    claim = next(c for c in table1.check(rows, {"N": 50}) if c.claim.startswith("Table 1"))
+    assert claim.passed and claim.control["passed"]
+
+
 # ---------------------------------------------------------------------------------------
 # affinity-stepfunctions
 
@@ -102,6 +104,8 @@ def steps_rows(N=50, k=3, ds=(25, 33, 34), relabel=None):
         {"method": "cf", "quantity": "f_ref", "value": float(v), "n": n, "exact": str(v)}
         for n, v in enumerate(model.f_ref(N, k))
     ]
+    rows.append({"method": "cf", "quantity": "d_min", "value": model.table1_d(N, k), "N": N,
+                 "k": k})  # fmt: skip
     for d in ds:
         src = (relabel or {}).get(d, d)
         rows += [
@@ -130,11 +134,14 @@ def test_stepfunctions_fail_when_the_functions_are_swapped():
 
 
 def dstar_rows(values=(1, 18, 46), confirms=True):
+    lam_c = dstar._nearest_failing_load(0.8, 0.5, 1.0)
+    control = {"method": "cf", "quantity": "dstar_control", "value": model.dstar(lam_c, 0.5),
+               "lam": lam_c, "mu2": 0.5}  # fmt: skip
     return [
         {"method": "cf", "quantity": "dstar", "value": v, "lam": lam, "mu2": 0.5,
          "grid_confirms": confirms, "grid_confirms_shifted": None if v == 1 else False}
         for lam, v in zip((0.4, 0.8, 0.9), values, strict=True)
-    ]  # fmt: skip
+    ] + [control]  # fmt: skip
 
 
 DSTAR_CFG = {"lam": [0.4, 0.8, 0.9], "mu2": [0.5]}
@@ -235,7 +242,9 @@ def svf_rows(offset_c=0.0, at_lam=0.8, half=5e-4, N=2000, tunnel=0.0):
         rows.append(sim(sw + offset_c / n, 4 * half, n, quantity="switch_fraction") | case)
     rows.append({"method": "mf", "quantity": "switch_fraction_control",
                  "value": 0.5 * float(fpc[0, 1]) / 0.78, "kind": "queueing"} | case)  # fmt: skip
-    return rows
+    rows.append({"method": "cf", "quantity": "switch_fraction_formula",
+                 "value": 0.5 * float(fp[0, 1]) / 0.8, "kind": "queueing"} | case)  # fmt: skip
+    return rows + sim_vs_fluid.compute({"published": True, **sim_vs_fluid.FIG5}, None)
 
 
 def test_sim_vs_fluid_holds():
@@ -290,6 +299,9 @@ def test_sim_vs_fluid_leaves_out_a_cell_the_run_cannot_observe():
         rows.append(sim(0.125, 1e-3, n, quantity="switch_fraction") | case)
     rows.append({"method": "mf", "quantity": "switch_fraction_control", "value": 0.16,
                  "kind": "queueing"} | case)  # fmt: skip
+    rows.append({"method": "cf", "quantity": "switch_fraction_formula", "value": 0.125,
+                 "kind": "queueing"} | case)  # fmt: skip
+    rows += sim_vs_fluid.compute({"published": True, **sim_vs_fluid.FIG5}, None)
     cfg = {"lam": 0.8, "cases": [[25, "type2"]], "mu1": 1.0, "mu2": 0.5}
     c = next(c for c in sim_vs_fluid.check(rows, cfg) if "settles" in c.claim)
     assert c.passed and "x(2, 1)" not in c.details.split("left out")[0]
@@ -300,7 +312,23 @@ def test_fig5_and_switch_fraction_are_consistency_checks():
     claims = sim_vs_fluid.check(svf_rows(), SVF_CFG)
     fig5 = next(c for c in claims if c.claim.startswith("Fig. 5"))
     assert fig5.kind == CONSISTENCY and fig5.passed and "seed text" in fig5.claim
-    assert not sim_vs_fluid._fig5_verdict(0.79).passed
+    cells = {
+        (r["i"], r["j"]): r["value"] for r in svf_rows() if r["quantity"] == "fig5_fixed_point"
+    }
+    assert sim_vs_fluid._fig5_verdict(cells, 0.8).passed
+    at_079 = model.queueing_fixed_point(0.79, 0.5, 1.0, 3)
+    assert not sim_vs_fluid._fig5_verdict({c: at_079[c] for c in cells}, 0.79).passed
+
+
+def test_sim_vs_fluid_reads_the_published_closed_forms_from_its_table():
+    rows = [r for r in svf_rows() if r["quantity"] != "fig5_switch_fraction"]
+    with pytest.raises(EmptyComparisonError, match="published point"):
+        sim_vs_fluid.check(rows, SVF_CFG)
+    rows = [
+        r | {"value": 0.3} if r["quantity"] == "fig5_switch_fraction" else r for r in svf_rows()
+    ]
+    claims = sim_vs_fluid.check(rows, SVF_CFG)
+    assert not next(c for c in claims if "immediate switch" in c.claim).passed
 
 
 # ---------------------------------------------------------------------------------------
@@ -316,9 +344,11 @@ def cf(policy, quantity, lam, value):
 
 
 def perf_sim_rows(quantities, at_shift=0.0):
-    """CM simulations at N and N/2 on the fixed-point formula (at λ − at_shift), tight CIs."""
+    """CM simulations at N and N/2 on the fixed-point formula (at λ − at_shift), tight CIs,
+    beside the formulas at λ and its neighbouring load that their point writes."""
     rows = []
     for lam in (0.8,):
+        rows += performance.formula_rows(lam, 0.5, 1.0, 3)
         perf = model.performance(lam - at_shift, 0.5, 1.0, 3)
         for q in quantities:
             for n in (1000, 500):
@@ -337,6 +367,7 @@ def ql_rows(cm_factor=1.1, var_factor=1.9, at_shift=0.0):
             cf("ra", "wait_jobs", lam, 5 * jsq),
             cf("cm", "wait_var", lam, jsq),
             cf("jsq", "wait_var", lam, var_factor * jsq),
+            cf("jsq", "jobs_var", lam, var_factor * jsq),
         ]
     return rows + perf_sim_rows(("wait_jobs", "wait_var"), at_shift)
 
@@ -365,6 +396,7 @@ def test_queue_length_real_formulas_keep_the_paper_words_not_reproduced():
         for key in performance.PERF_KEYS:
             policy, quantity = key.split("_", 1)
             rows.append(cf(policy, quantity, lam, perf[key]))
+        rows.append(cf("jsq", "jobs_var", lam, performance.jsq_jobs_var(lam, 1.0, 3)))
     claims = queue_length.check(rows + perf_sim_rows(("wait_jobs", "wait_var")), PERF_CFG)
     assert failed(claims, "slightly more")  # CM/JSQ 1.37–1.70 at λ = 0.6–0.9
     assert failed(claims, "almost twice")  # Var ratio 0.70–0.90
@@ -407,6 +439,7 @@ def test_waiting_small_type_i_wait_needs_its_ci_not_an_absolute_tolerance():
     rows = [cf("cm", "wait_time_I", 0.6, v), cf("jsq", "wait_time", 0.6, 0.2)]
     rows += [cf("ra", "wait_time", 0.6, 1.5), cf("cm", "wait_time_II", 0.6, 0.5)]
     rows += [cf("cm", "wait_time", 0.6, 0.3)]
+    rows += performance.formula_rows(0.6, 0.5, 1.0, 3)
     for q, val in (("wait_time_I", 2 * v), ("wait_time_II", 0.5), ("wait_time", 0.336)):
         for n in (1000, 500):
             rows.append(sim(val, 0.01 * val, n, policy="cm", quantity=q, lam=0.6, d1=3))
@@ -482,7 +515,7 @@ TUN_CFG = {"lam": 0.8, "d1": 25, "low": 0.1, "high": 0.7, "horizon": 5000, "mu1"
            "mu2": 0.5}  # fmt: skip
 
 
-def tun_rows(grow=True, switches=40, censored=2):
+def tun_rows(grow=True, switches=40, censored=2, fluid_switches=0):
     sign = 1 if grow else -1
     rows = []
     for i, N in enumerate((150, 250, 400)):
@@ -499,6 +532,8 @@ def tun_rows(grow=True, switches=40, censored=2):
             m = 100 + sign * 60 * i
             rows.append(sim(m, 15, N, batches=30, quantity="residence", state=state, count=30,
                             switches=switches if N == 60 else 20))  # fmt: skip
+        rows.append({"method": "mf", "quantity": "fluid_switches", "value": fluid_switches,
+                     "N": N, "t_end": 500.0})  # fmt: skip
     return rows
 
 
@@ -512,6 +547,14 @@ def test_tunneling_fails_when_residences_shrink_or_nothing_switches():
     assert failed(claims, "queueing state increases with N (d1/N")
     assert failed(claims, "mean residence near the queueing")
     assert failed(claims, "switches between")
+
+
+def test_tunneling_control_reads_the_fluid_limit_row():
+    # A fluid limit that switched too (the control's row, not a computation in check): the
+    # control is reproduced.
+    claims = tunneling.check(tun_rows(fluid_switches=3), TUN_CFG)
+    claim = next(c for c in claims if "switches between" in c.claim)
+    assert claim.passed and claim.control["passed"]
 
 
 def test_tunneling_judges_only_small_d1_over_n():

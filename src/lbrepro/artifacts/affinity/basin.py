@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from lbrepro.artifacts.affinity import estimates
-from lbrepro.artifacts.affinity.config_checks import service_rates, validator_with_hysteresis
+from lbrepro.artifacts.affinity.config_checks import MU2, service_rates, validate_with_hysteresis
+from lbrepro.artifacts.affinity.estimates import CONTROL_GRID, simplex_states
+from lbrepro.artifacts.affinity.fluid_trajectories import fixed_point_reached
 from lbrepro.artifacts.affinity.judging import exact_verdict
 from lbrepro.artifacts.affinity.reconstructions import FLUID_NOTE
 from lbrepro.artifacts.affinity.rows import SLUG, table_row
@@ -24,11 +26,6 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 
-#: Spacing 1/CONTROL_GRID of the control grid at d1* − 1: (10 + 1)(10 + 2)/2 = 66 initial
-#: states (one fixed point there, so a coarse grid suffices to show a single basin).
-CONTROL_GRID = 10
-
-
 def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """One job: the whole simplex grid (a deterministic fluid computation)."""
     mu1, mu2 = service_rates(cfg)
@@ -36,55 +33,47 @@ def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return {"all": {k: cfg[k] for k in keep} | {"mu1": mu1, "mu2": mu2}}
 
 
-def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
-    """The fixed point reached from every grid state, and the control grid at d1* − 1."""
-    lam, mu1, mu2, d1, K, n = p["lam"], p["mu1"], p["mu2"], p["d1"], p["K"], p["grid"]
-    pts = model.fixed_points(lam, mu2, mu1, d1, K)
-    model.check_params(lam, mu2, mu1, d1)
+def _grid_rows(
+    quantity: str, p: Mapping[str, Any], n: int, degree: int, pts: list[Any], **extra: Any
+) -> Rows:
+    """The fixed point of ``pts`` reached from each state of the grid of spacing 1/n on
+    x00 + x01 + x10 = 1 at d1 = ``degree``: its index (see the fixed_point rows), kind and
+    distance."""
+    K = p["K"]
     rows: Rows = []
     for a in range(n + 1):
         for b in range(n + 1 - a):
             x0 = np.zeros((K + 1, 2))
             x0[0, 0], x0[0, 1], x0[1, 0] = a / n, b / n, (n - a - b) / n
-            xf = model.fluid_final(x0, lam, mu2, mu1, d1, p["t_end"], p["dt"])
-            f, dist = model.nearest_fixed_point(xf, pts)
+            f, dist = fixed_point_reached(x0, p, degree, pts)
             rows.append(
                 table_row(
                     "mf",
-                    "limit",
-                    float(f),  # index of the fixed point reached (see the fixed_point rows)
+                    quantity,
+                    float(f),
                     kind=pts[f].kind,
                     x00=a / n,
                     x01=b / n,
                     x10=(n - a - b) / n,
                     distance=dist,
+                    **extra,
                 )
             )
-    # The control: the same grid (coarser) just below the saddle-node, d1 = d1* − 1, where the
-    # queueing fixed point is the only one.
+    return rows
+
+
+def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
+    """The fixed point reached from every grid state, and the control grid at d1* − 1."""
+    lam, mu1, mu2, d1, K, n = p["lam"], p["mu1"], p["mu2"], p["d1"], p["K"], p["grid"]
+    pts = model.fixed_points(lam, mu2, mu1, d1, K)
+    model.check_params(lam, mu2, mu1, d1)
+    # Every grid state, then the control: the same grid (coarser) just below the saddle-node,
+    # d1 = d1* − 1, where the queueing fixed point is the only one.
+    rows = _grid_rows("limit", p, n, d1, pts)
     d1_c = model.dstar(lam, mu2, mu1) - 1
     if d1_c >= 1:
         pts_c = model.fixed_points(lam, mu2, mu1, d1_c, K)
-        n_c = min(n, CONTROL_GRID)
-        for a in range(n_c + 1):
-            for b in range(n_c + 1 - a):
-                x0 = np.zeros((K + 1, 2))
-                x0[0, 0], x0[0, 1], x0[1, 0] = a / n_c, b / n_c, (n_c - a - b) / n_c
-                xf = model.fluid_final(x0, lam, mu2, mu1, d1_c, p["t_end"], p["dt"])
-                f, dist = model.nearest_fixed_point(xf, pts_c)
-                rows.append(
-                    table_row(
-                        "mf",
-                        "limit_control",
-                        float(f),
-                        kind=pts_c[f].kind,
-                        x00=a / n_c,
-                        x01=b / n_c,
-                        x10=(n_c - a - b) / n_c,
-                        distance=dist,
-                        d1=d1_c,
-                    )
-                )
+        rows += _grid_rows("limit_control", p, min(n, CONTROL_GRID), d1_c, pts_c, d1=d1_c)
     for f, fp in enumerate(pts):
         rows.append(
             table_row(
@@ -230,10 +219,11 @@ ARTIFACT = Artifact(
     kind="figure",
     title="Fig. 8: basins of attraction on the simplex x00 + x01 + x10 = 1",
     caption=(
-        "Initial states on a triangular grid of x00 + x01 + x10 = 1 coloured by the fixed "
-        "point their fluid trajectory reaches, λ = 0.8, μ2 = 0.5, d1 = 25 ((grid + 1)(grid "
-        "+ 2)/2 states: 496 at grid = 30). The control at d1* − 1 uses a coarser grid of 66 "
-        "states."
+        "Initial states on a triangular grid of x00 + x01 + x10 = 1 (spacing 1/grid: "
+        "(grid + 1)(grid + 2)/2 states) coloured by the fixed point their fluid trajectory "
+        f"reaches, at the section's λ and d1 (in the title; μ2 = {MU2:g} unless the section sets "
+        f"it). The control at d1* − 1 uses a grid of spacing 1/{CONTROL_GRID} (at most "
+        f"{simplex_states(CONTROL_GRID)} states)."
     ),
     methods=("MF",),
     points=points,
@@ -242,6 +232,6 @@ ARTIFACT = Artifact(
     memory=estimates.basin_memory,
     check=check,
     plot=plot,
-    validate=validator_with_hysteresis("affinity-basin"),
+    validate=validate_with_hysteresis,
     reconstructions=(FLUID_NOTE,),
 )

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from lbrepro.artifacts.affinity import estimates
-from lbrepro.artifacts.affinity.config_checks import service_rates, validator_with_hysteresis
+from lbrepro.artifacts.affinity.config_checks import MU2, service_rates, validate_with_hysteresis
 from lbrepro.artifacts.affinity.judging import exact_verdict
 from lbrepro.artifacts.affinity.rows import SLUG, table_row
 from lbrepro.artifacts.registry import Artifact, Rows
@@ -202,9 +202,10 @@ ARTIFACT = Artifact(
     kind="figure",
     title="Bifurcation of the fixed points in d1 and λ",
     caption=(
-        "Idle fraction u of every fixed point of the fluid limit (μ2 = 0.5): filled = "
-        "locally stable, open = unstable (Jacobian; on the face u = 0 for the queueing "
-        "point). Left: vs d1 at λ = 0.8 (saddle-node at d1*); right: vs λ at d1 = 25."
+        f"Idle fraction u of every fixed point of the fluid limit (μ2 = {MU2:g} unless the "
+        "section sets it): filled = locally stable, open = unstable (Jacobian; on the face "
+        "u = 0 for the queueing point). Left: vs d1 at the section's λ (saddle-node at d1*); "
+        "right: vs λ at its d1 (both in the panel titles)."
     ),
     methods=("MF",),
     points=points,
@@ -213,5 +214,5 @@ ARTIFACT = Artifact(
     memory=estimates.bifurcation_memory,
     check=check,
     plot=plot,
-    validate=validator_with_hysteresis("affinity-bifurcation"),
+    validate=validate_with_hysteresis,
 )

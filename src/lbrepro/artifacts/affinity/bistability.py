@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from lbrepro.artifacts.affinity import estimates
-from lbrepro.artifacts.affinity.config_checks import validator_with_hysteresis
+from lbrepro.artifacts.affinity.config_checks import MU1, MU2, validate_with_hysteresis
 from lbrepro.artifacts.affinity.fluid_trajectories import (
+    FIG9_CELLS,
     check_trajectories,
     plot_trajectories,
     trajectory_points,
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 
 def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
     """The trajectories from random initial states (Dirichlet over x00, x10, x01, x11)."""
-    return trajectory_rows(p, seed, levels=4)
+    return trajectory_rows(p, seed, levels=FIG9_CELLS)
 
 
 def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
@@ -37,7 +38,7 @@ def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
 
 def plot(rows: Rows, cfg: Mapping[str, Any]) -> Figure:
     """The trajectories in two panels (servers without and with a type-II job)."""
-    return plot_trajectories(rows, cfg, "d1 = 25")
+    return plot_trajectories(rows, cfg, f"d1 = {cfg['d1']}")
 
 
 ARTIFACT = Artifact(
@@ -46,9 +47,11 @@ ARTIFACT = Artifact(
     kind="figure",
     title="Fig. 9: bistability for d1 = 25",
     caption=(
-        "20 fluid trajectories from random initial states with x00 + x01 + x10 + x11 = 1, "
-        "λ = 0.8, μ2 = 0.5, d1 = 25; dotted lines: the two stable fixed points (queueing: "
-        "a type-II job everywhere; no-queueing: at most one job per server)."
+        "n_traj fluid trajectories from random initial states with x00 + x01 + x10 + x11 = 1 "
+        "at the section's λ and d1 (d1 in the panel titles), d1 at or above d1* (two locally "
+        f"stable fixed points); μ1 = {MU1:g}, μ2 = {MU2:g} unless the section sets them. Dotted "
+        "lines: the two stable fixed points (queueing: a type-II job everywhere; no-queueing: "
+        "at most one job per server)."
     ),
     methods=("MF",),
     points=trajectory_points,
@@ -57,6 +60,6 @@ ARTIFACT = Artifact(
     memory=estimates.trajectory_memory,
     check=check,
     plot=plot,
-    validate=validator_with_hysteresis("affinity-bistability"),
+    validate=validate_with_hysteresis,
     reconstructions=(FLUID_NOTE, RANDOM_STATES_NOTE),
 )

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from lbrepro.artifacts.affinity.performance import simulation_cost
 from lbrepro.core import footprint
 from lbrepro.core.packing import POINT_START_SECONDS, simulation_seconds
 from lbrepro.sim.affinity import EVENTS_PER_SECOND
@@ -22,8 +23,18 @@ GRID_CHECK_SECONDS = 5e-3  # affinity-dstar's dense u grid, per (λ, μ2)
 GRID_BYTES = 6 * 100_001 * footprint.FLOAT
 BYTES_PER_SERVER = 64
 SNAPSHOT_BYTES = 128
-#: Initial states of the basin's control grid at d1* − 1 (basin.CONTROL_GRID = 10).
-CONTROL_STATES = 66
+#: Spacing 1/CONTROL_GRID of affinity-basin's control grid at d1* − 1 (one fixed point there,
+#: so a coarse grid suffices to show a single basin).
+CONTROL_GRID = 10
+
+
+def simplex_states(grid: int) -> int:
+    """Initial states of the triangular grid of spacing 1/grid on x00 + x01 + x10 = 1."""
+    return (grid + 1) * (grid + 2) // 2
+
+
+#: Initial states of the basin's control grid (at most: a finer main grid is used as it is).
+CONTROL_STATES = simplex_states(CONTROL_GRID)
 
 
 def step_seconds(K: int) -> float:
@@ -82,13 +93,13 @@ def trajectory_memory(p: Mapping[str, Any]) -> footprint.Footprint:
 
 def basin_cost(p: Mapping[str, Any]) -> float:
     """affinity-basin: one trajectory per initial state of the grid (and of the control)."""
-    states = (p["grid"] + 1) * (p["grid"] + 2) / 2 + CONTROL_STATES
+    states = simplex_states(p["grid"]) + CONTROL_STATES
     return POINT_START_SECONDS + states * _steps(p) * step_seconds(p["K"])
 
 
 def basin_memory(p: Mapping[str, Any]) -> footprint.Footprint:
     """A row per initial state (grid ≤ 200 in the schema: ~10 MB at most)."""
-    return {"grid": footprint.rows((p["grid"] + 1) * (p["grid"] + 2) / 2 + CONTROL_STATES)}
+    return {"grid": footprint.rows(simplex_states(p["grid"]) + CONTROL_STATES)}
 
 
 def _sweep(p: Mapping[str, Any]) -> int:
@@ -113,9 +124,19 @@ def performance_memory(p: Mapping[str, Any]) -> footprint.Footprint:
     return {"N": BYTES_PER_SERVER * p["N"], "lam_sim": footprint.rows(16)}
 
 
+def sim_vs_fluid_cost(p: Mapping[str, Any]) -> float:
+    """affinity-sim-vs-fluid: a case's simulation (performance.simulation_cost), or the
+    published point's closed forms (a fixed point)."""
+    if p.get("published"):
+        return POINT_START_SECONDS + FIXED_POINT_SECONDS
+    return simulation_cost(p)
+
+
 def sim_vs_fluid_memory(p: Mapping[str, Any]) -> footprint.Footprint:
     """The simulator's per-server arrays; snapshots every dt_snap up to t_plot, eight rows
-    each."""
+    each (the published point: a few rows)."""
+    if p.get("published"):
+        return {"cases": footprint.rows(8)}
     snaps = p["t_plot"] / p["dt_snap"] + 1
     return {
         "N": BYTES_PER_SERVER * p["N"],

@@ -9,18 +9,25 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from lbrepro.artifacts.affinity.config_checks import service_rates
-from lbrepro.artifacts.affinity.judging import LAM_SHIFT
+from lbrepro.artifacts.affinity.judging import neighbour_sign
 from lbrepro.artifacts.affinity.rows import table_row
 from lbrepro.artifacts.registry import Rows
 from lbrepro.core.claims import Claim, make_claim
 from lbrepro.core.io import select
 from lbrepro.core.verdicts import Component, EmptyComparisonError, Verdict, decide, exact
+from lbrepro.judging.neighbours import NEIGHBOUR, neighbour_load
 from lbrepro.models import affinity as model
 from lbrepro.plotting.intervals import legend
 from lbrepro.plotting.style import color, new_figure
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+
+
+#: Cells x[i, j] (in the order x00, x01, x10, x11, x20, …) a random initial state spreads over:
+#: Fig. 4's (x[i, j], i ≤ 4) and Fig. 9's (x00, x01, x10, x11).
+FIG4_CELLS = 10
+FIG9_CELLS = 4
 
 
 def random_states(seed: np.random.SeedSequence, n: int, levels: int, K: int) -> list[np.ndarray]:
@@ -41,12 +48,30 @@ def random_states(seed: np.random.SeedSequence, n: int, levels: int, K: int) -> 
 MAJORITY_STATES = 100
 
 
+def fixed_point_reached(
+    x0: np.ndarray, p: Mapping[str, Any], d1: int, pts: list[Any]
+) -> tuple[int, float]:
+    """Where the fluid limit from ``x0`` ends (the point's λ, μ1, μ2, t_end and dt; ``d1``):
+    the index of the nearest fixed point of ``pts`` and its L1 distance."""
+    xf = model.fluid_final(x0, p["lam"], p["mu2"], p["mu1"], d1, p["t_end"], p["dt"])
+    return model.nearest_fixed_point(xf, pts)
+
+
+def _limit_row(quantity: str, n: int, f: int, dist: float, pts: list[Any], **extra: Any) -> dict:
+    """The fixed point trajectory ``n`` reached (its index f) and how close it came."""
+    fp = pts[f]
+    return table_row(
+        "mf", quantity, f, traj=n, kind=fp.kind, distance=dist, stable=fp.stable, **extra
+    )
+
+
 def trajectory_rows(p: Mapping[str, Any], seed: np.random.SeedSequence, levels: int) -> Rows:
     """Fixed points, trajectories from random initial states and their limits (more if bistable)."""
     mu1, mu2 = p["mu1"], p["mu2"]
     lam, d1, K = p["lam"], p["d1"], p["K"]
     pts = model.fixed_points(lam, mu2, mu1, d1, K)
-    pts_c = model.fixed_points(lam - LAM_SHIFT, mu2, mu1, d1, K)
+    lam_c = neighbour_load(lam)
+    pts_c = model.fixed_points(lam_c, mu2, mu1, d1, K)
     rows: Rows = []
     for f, fp in enumerate(pts):
         for i in range(4):
@@ -76,34 +101,13 @@ def trajectory_rows(p: Mapping[str, Any], seed: np.random.SeedSequence, levels: 
                         table_row("mf", "x", float(tr[t_idx, i, j]), traj=n, t=float(t), i=i, j=j)
                     )
         rows.append(
-            table_row(
-                "mf",
-                "limit",
-                f,
-                traj=n,
-                kind=pts[f].kind,
-                distance=dist,
-                stable=pts[f].stable,
-                distance_control=dist_c,
-                lam_control=lam - LAM_SHIFT,
-            )
+            _limit_row("limit", n, f, dist, pts, distance_control=dist_c, lam_control=lam_c)
         )
     if len(pts) > 1:  # bistable: more initial states (final states only) for the majority test
         more = random_states(seed.spawn(1)[0], MAJORITY_STATES, levels, K)
         for n, x0 in enumerate(more):
-            xf = model.fluid_final(x0, lam, mu2, mu1, d1, p["t_end"], p["dt"])
-            f, dist = model.nearest_fixed_point(xf, pts)
-            rows.append(
-                table_row(
-                    "mf",
-                    "limit_extra",
-                    f,
-                    traj=n,
-                    kind=pts[f].kind,
-                    distance=dist,
-                    stable=pts[f].stable,
-                )
-            )
+            f, dist = fixed_point_reached(x0, p, d1, pts)
+            rows.append(_limit_row("limit_extra", n, f, dist, pts))
     return rows
 
 
@@ -206,7 +210,7 @@ def check_trajectories(rows: Rows, cfg: Mapping[str, Any], want_unique: bool) ->
     """Convergence to the expected fixed point(s), and for a bistable system a queueing majority."""
     limits = select(rows, quantity="limit")
     tol = cfg["tol"]
-    lam_c = limits[0]["lam_control"] if limits else cfg["lam"] - LAM_SHIFT
+    lam_c = limits[0]["lam_control"] if limits else neighbour_load(cfg["lam"])
     kinds = ("queueing",) if want_unique else ("queueing", "no-queueing")
     control = (
         f"the trajectories end within {tol:g} of the fixed points at the neighbouring load "
@@ -217,7 +221,8 @@ def check_trajectories(rows: Rows, cfg: Mapping[str, Any], want_unique: bool) ->
     )
     near = min((r["distance_control"] for r in limits), default=0.0)
     distance = (
-        f"Δλ = −{LAM_SHIFT:g}: the fixed points move by at least {near:.3g} (L1), "
+        f"Δλ = {neighbour_sign([cfg['lam']])}{NEIGHBOUR:g}: the fixed points move by at least "
+        f"{near:.3g} (L1), "
         f"{near / tol:.3g} convergence tolerances"
     )
     if want_unique:

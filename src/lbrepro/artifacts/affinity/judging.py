@@ -12,10 +12,7 @@ import numpy as np
 
 from lbrepro.core.stats import Estimate, von_neumann
 from lbrepro.core.verdicts import AGREEMENT, Component, Verdict, decide, exact
-
-#: The controls' neighbouring load: the fixed points at λ − LAM_SHIFT must lie farther than the
-#: convergence tolerance from where the trajectories end.
-LAM_SHIFT = 0.02
+from lbrepro.judging.neighbours import neighbour_load
 
 #: One yardstick for the paper's words "slightly" and "significantly" (it gives no number): a
 #: relative difference of at most a quarter is slight, one of more than a quarter significant.
@@ -30,6 +27,36 @@ PERF_FLOOR = 0.002
 #: Level of the von Neumann test of a run's batch means (the convergence diagnostic): one test
 #: per run, on its slowest observable (the fraction of servers with a type-II job).
 CONVERGENCE_ALPHA = 0.001
+
+#: The agreement margin of a fraction (of servers, or of arrivals): 0.01, one hundredth of the
+#: 0–1 axis of Figs. 3/5, where curves that coincide to the eye differ by less. Absolute, not
+#: 2% relative: the cells range from 0.007 to 0.8, and a relative margin on the smallest would
+#: ask for a precision the figure never shows.
+FRACTION_MARGIN = 0.01
+
+#: How far a batch's type-II fraction may stray from the fixed point's before the run counts
+#: as having left the quasi-stable state (the two states differ by ≥ 0.39 at λ = 0.8, d1 = 25).
+STAY = 0.15
+
+#: A cell of a fixed point enters the family only if at least one server is expected in it
+#: (N·x ≥ 1): a fraction the run cannot observe (d1 = 25, x21 ≈ 1.7e-6 at N = 2000: 0.003
+#: servers) has no interval to decide on.
+MIN_SERVERS = 1.0
+
+#: The paper's residence-time claim is about large N with d1 fixed: it is judged only where
+#: d1/N ≤ SMALL_D1_RATIO (N ≥ 125 at d1 = 25).
+SMALL_D1_RATIO = 0.2
+
+#: One-sided level of the lower bound of a capped mean whose runs are all censored: the
+#: Clopper–Pearson bound of P(T ≥ cap) at 97.5% is CENSORED_TAIL^(1/n).
+CENSORED_TAIL = 0.025
+
+
+def neighbour_sign(lams: Sequence[float]) -> str:
+    """Which way the neighbouring loads (``neighbour_load``, the controls' rule) lie from the
+    loads ``lams``, as the sign of the step: "−" below, "+" above, "±" when they differ."""
+    signs = {"−" if neighbour_load(lam) < lam else "+" for lam in lams}
+    return signs.pop() if len(signs) == 1 else "±"
 
 
 def exact_verdict(passed: bool, measured: Any, expected: Any, details: str = "") -> Verdict:
@@ -94,8 +121,8 @@ def exit_bounds(row: Mapping[str, Any]) -> tuple[float, float, bool]:
     Uncensored: the row's Student-t interval. Censored runs make the capped mean a lower bound
     only: high = ∞, and low is the t-interval's low end, or — when every run is censored and
     the capped values have no spread — cap × the one-sided 97.5% Clopper–Pearson lower bound of
-    P(T ≥ cap) (all n censored: 0.025^(1/n)). Never a zero-width interval. Returns whether the
-    row is censored.
+    P(T ≥ cap) (all n censored: CENSORED_TAIL^(1/n)). Never a zero-width interval. Returns
+    whether the row is censored.
     """
     n = int(row.get("reps") or row.get("batches") or 0)
     c = int(row.get("censored") or 0)
@@ -104,7 +131,7 @@ def exit_bounds(row: Mapping[str, Any]) -> tuple[float, float, bool]:
     if c == 0:
         return low, high, False
     if c >= n and n > 0:
-        return cap * 0.025 ** (1.0 / n), math.inf, True
+        return cap * CENSORED_TAIL ** (1.0 / n), math.inf, True
     return low, math.inf, True
 
 

@@ -10,9 +10,9 @@ import numpy as np
 
 from lbrepro.artifacts.affinity.config_checks import check_loads_and_d1, service_rates
 from lbrepro.artifacts.affinity.judging import (
-    LAM_SHIFT,
     PERF_FLOOR,
     batches_converged,
+    neighbour_sign,
     perf_margin,
     remainder,
 )
@@ -24,6 +24,8 @@ from lbrepro.core.io import select
 from lbrepro.core.packing import simulation_seconds
 from lbrepro.core.stats import batch_means_ci
 from lbrepro.core.verdicts import EmptyComparisonError, agrees, estimate
+from lbrepro.judging.neighbours import NEIGHBOUR, neighbour_load
+from lbrepro.meanfield.closed_forms import doubly_exponential_tail
 from lbrepro.models import affinity as model
 from lbrepro.models import supermarket
 from lbrepro.plotting.intervals import legend, sim_handle, simulated
@@ -43,6 +45,13 @@ PERF_KEYS = (
     "ra_wait_var",
     "ra_wait_time",
 )
+
+#: The quantities of the formula grid (not of the formulas written beside a simulation).
+GRID = frozenset(key.split("_", 1)[1] for key in PERF_KEYS)
+#: The CM quantities a simulation is judged on, against the fixed-point formula.
+CM_QUANTITIES = ("wait_jobs", "wait_var", "wait_time", "wait_time_I", "wait_time_II")
+#: Levels of JSQ(d1)'s tail summed for the variance of the total jobs per server.
+JSQ_LEVELS = 199
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -99,8 +108,33 @@ def _cm_batch_measures(sim: Any) -> dict[str, np.ndarray]:
     }
 
 
+def jsq_jobs_var(lam: float, mu1: float, d1: int) -> float:
+    """Var(total jobs per server) under JSQ(d1) at its fixed point: n with
+    P(n ≥ k) = ρ^{(d^k−1)/(d−1)}, ρ = λ/μ1."""
+    k = np.arange(1, JSQ_LEVELS + 1)
+    tail = doubly_exponential_tail(lam / mu1, d1, JSQ_LEVELS)[1:]  # P(n ≥ k), k ≥ 1
+    mean = tail.sum()
+    return float(((2 * k - 1) * tail).sum() - mean**2)
+
+
+def formula_rows(lam: float, mu2: float, mu1: float, d1: int) -> Rows:
+    """The simulation claims' references at a simulated λ: each CM quantity's fixed-point
+    formula (``<q>_fixed_point``) and, for the control, the same at the neighbouring load
+    (``<q>_neighbour``)."""
+    lam_c = neighbour_load(lam)
+    perf, near = model.performance(lam, mu2, mu1, d1), model.performance(lam_c, mu2, mu1, d1)
+    rows: Rows = []
+    for q in CM_QUANTITIES:
+        rows.append(table_row("cf", f"{q}_fixed_point", perf["cm_" + q], policy="cm", lam=lam,
+                              d1=d1))  # fmt: skip
+        rows.append(table_row("cf", f"{q}_neighbour", near["cm_" + q], policy="cm", lam=lam,
+                              d1=d1, lam_neighbour=lam_c))  # fmt: skip
+    return rows
+
+
 def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
-    """The formulas on the λ grid, or the CM (N and N/2) and JSQ(d1) simulations at one λ."""
+    """The formulas on the λ grid (with JSQ(d1)'s variance of the total jobs, ``jobs_var``), or
+    the CM (N and N/2) and JSQ(d1) simulations at one λ with the formulas they are judged by."""
     mu1, mu2, d1 = p["mu1"], p["mu2"], p["d1"]
     rows: Rows = []
     if p["kind"] == "cf":
@@ -109,6 +143,10 @@ def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
             for key in PERF_KEYS:
                 policy, quantity = key.split("_", 1)
                 rows.append(table_row("cf", quantity, perf[key], policy=policy, lam=lam, d1=d1))
+        rows += [
+            table_row("cf", "jobs_var", jsq_jobs_var(lam, mu1, d1), policy="jsq", lam=lam, d1=d1)
+            for lam in p["lam"]
+        ]
         return rows
     lam, N = p["lam"], p["N"]
     cm_seed, jsq_seed = seed.spawn(2)
@@ -185,6 +223,7 @@ def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
                 converged=bool(jsq.converged),
             )
         )
+    rows += formula_rows(lam, mu2, mu1, d1)
     return with_contract_columns(rows, seed, N)
 
 
@@ -195,6 +234,14 @@ def formula_values(rows: Rows, policy: str, quantity: str) -> dict[float, float]
     }
 
 
+def exact_value(rows: Rows, quantity: str, lam: float) -> float:
+    """The exact (formula) CM value of ``quantity`` at the simulated load λ."""
+    found = select(rows, method="cf", policy="cm", quantity=quantity, lam=lam)
+    if not found:
+        raise EmptyComparisonError(f"affinity: no {quantity} row at λ = {lam:g}")
+    return float(found[0]["value"])
+
+
 def simulation_claims(
     rows: Rows, cfg: Mapping[str, Any], quantities: tuple[str, ...]
 ) -> list[Claim]:
@@ -203,10 +250,9 @@ def simulation_claims(
     The N-server estimate agrees with the formula within the agreement margin (2% relative,
     at least PERF_FLOOR) at every simulated λ. The formula is an N = ∞ value: the O(1/N)
     remainder at N, measured as x_{N/2} − x_N (x_N = x_∞ + c/N), is stated beside the margin
-    it must stay well inside. Control: the formula at the neighbouring load λ − LAM_SHIFT,
+    it must stay well inside. Control: the formula at the neighbouring load (neighbour_load),
     its distance stated in margins.
     """
-    mu1, mu2 = service_rates(cfg)
     sims = select(rows, method="sim", policy="cm")
     if not sims:
         raise EmptyComparisonError("affinity: no CM simulation rows")
@@ -215,11 +261,12 @@ def simulation_claims(
     if Nh == N:
         raise EmptyComparisonError("affinity: the remainder needs runs at N and N/2")
     lams = sorted({r["lam"] for r in sims})
+    sign = neighbour_sign(lams)
     claims: list[Claim] = []
     for q in quantities:
         by = {(r["N"], r["lam"]): estimate(r) for r in sims if r["quantity"] == q}
-        ref = [model.performance(lam, mu2, mu1, cfg["d1"])["cm_" + q] for lam in lams]
-        ref_c = [model.performance(lam - LAM_SHIFT, mu2, mu1, cfg["d1"])["cm_" + q] for lam in lams]
+        ref = [exact_value(rows, f"{q}_fixed_point", lam) for lam in lams]
+        ref_c = [exact_value(rows, f"{q}_neighbour", lam) for lam in lams]
         margins = [perf_margin(r) for r in ref]
         labels = [f"λ={lam:g}" for lam in lams]
         offsets = "; ".join(
@@ -237,11 +284,11 @@ def simulation_claims(
                 f"remainder, measured from N = {Nh}, stated)",
                 agrees(est, ref, margin=margins, labels=labels, what="simulation − formula"),
                 control=(
-                    f"the same agreement with the formula at the neighbouring loads λ − "
-                    f"{LAM_SHIFT:g}",
+                    f"the same agreement with the formula at the neighbouring loads λ {sign} "
+                    f"{NEIGHBOUR:g}",
                     agrees(est, ref_c, margin=margins, labels=labels),
                 ),
-                distance=f"Δλ = −{LAM_SHIFT:g}: the formula moves by {min(sep):.3g}–"
+                distance=f"Δλ = {sign}{NEIGHBOUR:g}: the formula moves by {min(sep):.3g}–"
                 f"{max(sep):.3g} margins",
                 source="lbrepro",
                 details=f"O(1/N) remainder at N = {N} (x_N/2 − x_N): {max(rem):.3g} at most, "
@@ -257,7 +304,7 @@ def simulation_claims(
 def loads_above_mu2(rows: Rows, cfg: Mapping[str, Any]) -> list[float]:
     """The formula grid's loads in (μ2, μ1), where CM sits at its queueing fixed point."""
     mu1, mu2 = service_rates(cfg)
-    grid = {r["lam"] for r in select(rows, method="cf", policy="cm")}
+    grid = {r["lam"] for r in select(rows, method="cf", policy="cm") if r["quantity"] in GRID}
     lams = [lam for lam in sorted(grid) if mu2 < lam < mu1]
     if not lams:
         raise EmptyComparisonError("affinity: no λ of the formula grid lies in (μ2, μ1)")
@@ -332,12 +379,8 @@ def summary_of(quantities: tuple[str, ...]) -> Callable[[Rows], Rows]:
     return summary
 
 
-def validator_for_load_grids(name: str) -> Callable[[Mapping[str, Any]], None]:
-    """The validate function of a performance section: both load lists are checked."""
-
-    def validate(cfg: Mapping[str, Any]) -> None:
-        """Check the grid's and the simulated loads, naming the list they came from."""
-        check_loads_and_d1({**cfg, "lam": list(cfg["lam_grid"])}, name, "lam_grid")
-        check_loads_and_d1({**cfg, "lam": list(cfg["lam_sim"])}, name, "lam_sim")
-
-    return validate
+def validate(cfg: Mapping[str, Any]) -> None:
+    """The validate function of a performance section: the grid's and the simulated loads,
+    each error naming the list the load came from (``lam_sim[1]``)."""
+    check_loads_and_d1({**cfg, "lam": list(cfg["lam_grid"])}, "lam_grid")
+    check_loads_and_d1({**cfg, "lam": list(cfg["lam_sim"])}, "lam_sim")

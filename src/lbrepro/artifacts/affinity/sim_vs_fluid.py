@@ -8,13 +8,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from lbrepro.artifacts.affinity import estimates
-from lbrepro.artifacts.affinity.config_checks import check_loads_and_d1, service_rates
+from lbrepro.artifacts.affinity.config_checks import MU2, check_loads_and_d1, service_rates
 from lbrepro.artifacts.affinity.judging import (
-    LAM_SHIFT,
+    FRACTION_MARGIN,
+    MIN_SERVERS,
+    STAY,
     batches_converged,
     remainder,
 )
-from lbrepro.artifacts.affinity.performance import simulation_cost
 from lbrepro.artifacts.affinity.reconstructions import (
     ASSIGNMENT_NOTE,
     EXTRAPOLATION_NOTE,
@@ -35,6 +36,7 @@ from lbrepro.core.verdicts import (
     estimate,
     exact,
 )
+from lbrepro.judging.neighbours import neighbour_load
 from lbrepro.models import affinity as model
 from lbrepro.plotting.intervals import legend, sim_handle, simulated
 from lbrepro.plotting.style import METHOD_STYLE, color, new_figure
@@ -44,14 +46,25 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 
+#: The published Fig. 5 (seed text 003, §4): the queueing fixed point's largest cells at the
+#: paper's parameters FIG5, printed at four decimals (every cell within FIG5_ROUNDING), and
+#: the fraction of arrivals through an immediate switch.
+FIG5 = {"lam": 0.8, "mu2": 0.5, "mu1": 1.0, "d1": 3}
+PUBLISHED_FIG5 = {(0, 1): 0.40, (1, 1): 0.4704, (2, 1): 0.1283}
+FIG5_ROUNDING = 5e-5
+PUBLISHED_SWITCH = 0.25
+#: Where the published numbers come from: the seed text, §4 (Fig. 5 and the switch fraction).
+FIG5_SOURCE = "the seed text 003, §4: Fig. 5's fixed point and the immediate-switch fraction"
+#: The point of the closed forms compared with the published numbers (not a case id d<d1>-…).
+PUBLISHED_POINT = "fig5"
+
+
 def validate(cfg: Mapping[str, Any]) -> None:
     """Check loads and N, and that every case's d1 lies in [1, N]."""
-    check_loads_and_d1(cfg, "affinity-sim-vs-fluid")
+    check_loads_and_d1(cfg)
     for i, (d1, _start) in enumerate(cfg["cases"]):
         if not 1 <= d1 <= cfg["N"]:
-            raise ConfigError(
-                f"affinity-sim-vs-fluid.cases[{i}][0]", f"d1 = {d1} must lie in [1, N = {cfg['N']}]"
-            )
+            raise ConfigError(f"cases[{i}][0]", f"d1 = {d1} must lie in [1, N = {cfg['N']}]")
 
 
 def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -62,6 +75,8 @@ def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     for d1, start in cfg["cases"]:
         params = {k: cfg[k] for k in keep} | {"d1": d1, "start": start, "mu1": mu1, "mu2": mu2}
         add_point(points, f"d{d1}-{start}", params, "cases")
+    # The published Fig. 5 numbers' point: the closed forms at the paper's parameters.
+    add_point(points, PUBLISHED_POINT, {"published": True, **FIG5}, "cases")
     return points
 
 
@@ -111,8 +126,27 @@ def _stationary_rows(sim: Any, N: int, seed: Any, batches: int, case: dict) -> R
     return rows
 
 
+def _published_rows(p: Mapping[str, Any]) -> Rows:
+    """The closed forms the published Fig. 5 numbers are compared with, at the paper's
+    parameters: the queueing fixed point's cells (``fig5_fixed_point``) and its
+    immediate-switch fraction μ2·x01/λ (``fig5_switch_fraction``)."""
+    lam, mu2, mu1, d1 = p["lam"], p["mu2"], p["mu1"], p["d1"]
+    at = {"lam": lam, "mu2": mu2, "mu1": mu1, "d1": d1}
+    xq = model.queueing_fixed_point(lam, mu2, mu1, d1)
+    rows = [
+        table_row("cf", "fig5_fixed_point", float(xq[c]), i=c[0], j=c[1], **at)
+        for c in PUBLISHED_FIG5
+    ]
+    switch = model.performance(lam, mu2, mu1, d1)["cm_switch_fraction"]
+    rows.append(table_row("cf", "fig5_switch_fraction", switch, **at))
+    return rows
+
+
 def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
-    """Simulated path and stationary estimates (N, N/2) beside the fluid trajectory and point."""
+    """Simulated path and stationary estimates (N, N/2) beside the fluid trajectory and point;
+    or, for the published point, the closed forms of Fig. 5."""
+    if p.get("published"):
+        return _published_rows(p)
     lam, mu1, mu2, d1, N = p["lam"], p["mu1"], p["mu2"], p["d1"], p["N"]
     case = {"d1": d1, "start": p["start"]}
     snap = np.arange(0.0, p["t_plot"] + 1e-9, p["dt_snap"])
@@ -159,8 +193,9 @@ def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
     rows += _stationary_rows(sim_h, N // 2, seed.entropy, p["batches"], case)
     pts = model.fixed_points(lam, mu2, mu1, d1)
     f, _ = model.nearest_fixed_point(tr[-1], pts)
-    # The control: the fixed point of the same kind at the neighbouring load λ − LAM_SHIFT.
-    pts_c = [q for q in model.fixed_points(lam - LAM_SHIFT, mu2, mu1, d1) if q.stable]
+    # The control: the fixed point of the same kind at the neighbouring load.
+    lam_c = neighbour_load(lam)
+    pts_c = [q for q in model.fixed_points(lam_c, mu2, mu1, d1) if q.stable]
     fc = next(q for q in pts_c if q.kind == pts[f].kind)
     for i in range(4):
         for j in range(2):
@@ -176,14 +211,15 @@ def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
                     i=i,
                     j=j,
                     kind=fc.kind,
-                    lam=lam - LAM_SHIFT,
+                    lam=lam_c,
                 )
                 | case
             )
-    sw_c = mu2 * float(fc.x[0, 1]) / (lam - LAM_SHIFT) if fc.kind == "queueing" else 0.0
-    rows.append(
-        table_row("mf", "switch_fraction_control", sw_c, lam=lam - LAM_SHIFT, kind=fc.kind) | case
-    )
+    sw_c = mu2 * float(fc.x[0, 1]) / lam_c if fc.kind == "queueing" else 0.0
+    rows.append(table_row("mf", "switch_fraction_control", sw_c, lam=lam_c, kind=fc.kind) | case)
+    if pts[f].kind == "queueing":  # the switch-fraction claim's reference: μ2·x01/λ
+        sw = model.performance(lam, mu2, mu1, d1)["cm_switch_fraction"]
+        rows.append(table_row("cf", "switch_fraction_formula", sw, kind=pts[f].kind) | case)
     return with_contract_columns(rows, seed, N)
 
 
@@ -192,54 +228,52 @@ def _fixed_cells(kind: str) -> list[tuple[int, int]]:
     return [(0, 1), (1, 1), (2, 1)] if kind == "queueing" else [(0, 0), (1, 0), (0, 1)]
 
 
-PUBLISHED_FIG5 = {(0, 1): 0.40, (1, 1): 0.4704, (2, 1): 0.1283}
-#: Where the published numbers come from: the seed text, §4 (Fig. 5 and the switch fraction).
-FIG5_SOURCE = "the seed text 003, §4: Fig. 5's fixed point and the immediate-switch fraction"
-
-
-def _fig5_verdict(lam: float) -> Verdict:
-    """The closed-form queueing fixed point at λ (μ2 = 0.5, d1 = 3) against the published one,
-    which is rounded at four decimals: every cell within 5e-5."""
-    xq = model.queueing_fixed_point(lam, 0.5, 1.0, 3)
+def _fig5_verdict(xq: Mapping[tuple[int, int], float], lam: float) -> Verdict:
+    """The closed-form queueing fixed point ``xq`` (cells of PUBLISHED_FIG5) at λ against the
+    published one, which is rounded at four decimals: every cell within FIG5_ROUNDING."""
     diffs = {c: abs(float(xq[c]) - v) for c, v in PUBLISHED_FIG5.items()}
     worst = max(diffs, key=lambda c: diffs[c])
     return exact(
-        diffs[worst] <= 5e-5,
+        diffs[worst] <= FIG5_ROUNDING,
         round(diffs[worst], 8),
         ", ".join(f"x{c} = {v}" for c, v in PUBLISHED_FIG5.items()),
-        "5e-05 (the published rounding)",
+        f"{FIG5_ROUNDING:g} (the published rounding)",
         f"λ = {lam:g}: "
         + ", ".join(f"x{c} = {float(xq[c]):.5f}" for c in PUBLISHED_FIG5)
         + f"; largest difference {diffs[worst]:.2g} at x{worst}",
     )
 
 
-#: A cell of a fixed point enters the family only if at least one server is expected in it
-#: (N·x ≥ 1): a fraction the run cannot observe (d1 = 25, x21 ≈ 1.7e-6 at N = 2000: 0.003
-#: servers) has no interval to decide on.
-MIN_SERVERS = 1.0
+def _published(rows: Rows) -> tuple[dict[tuple[int, int], float], float]:
+    """The closed forms of the published point: Fig. 5's cells and the switch fraction."""
+    cells = {(r["i"], r["j"]): r["value"] for r in select(rows, quantity="fig5_fixed_point")}
+    switch = select(rows, quantity="fig5_switch_fraction")
+    if set(cells) != set(PUBLISHED_FIG5) or not switch:
+        raise EmptyComparisonError("affinity-sim-vs-fluid: no rows of the published point")
+    return cells, switch[0]["value"]
 
 
 def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
     """Fig. 5's fixed point and switch fraction (consistency), then each case against its
     fluid fixed point."""
     lam = cfg["lam"]
-    perf = model.performance(0.8, 0.5, 1.0, 3)["cm_switch_fraction"]
+    xq, switch = _published(rows)
+    at = f"λ = {FIG5['lam']:g}, μ2 = {FIG5['mu2']:g}"
     # The assignment rule is lbrepro's reconstruction, chosen so that it reproduces these two
     # published numbers: they cannot tell against it (consistency, not evidence).
     claims: list[Claim] = [
         consistency(
-            "Fig. 5: the closed-form queueing fixed point at λ = 0.8, μ2 = 0.5, d1 = 3 is the "
+            f"Fig. 5: the closed-form queueing fixed point at {at}, d1 = {FIG5['d1']} is the "
             f"published (x01, x11, x21) = (0.40, 0.4704, 0.1283) (source: {FIG5_SOURCE}; the "
             "reconstructed assignment rule was chosen to match it)",
-            _fig5_verdict(0.8),
+            _fig5_verdict(xq, FIG5["lam"]),
             source="published",
         ),
         consistency(
-            "At λ = 0.8, μ2 = 0.5 the fixed point sends a fraction μ2·x01/λ = 1/4 of the arrivals "
+            f"At {at} the fixed point sends a fraction μ2·x01/λ = 1/4 of the arrivals "
             f"through an immediate switch (source: {FIG5_SOURCE}; the reconstructed rule was "
             "chosen to match it)",
-            close(0.25, perf, 1e-9, relative=True),
+            close(PUBLISHED_SWITCH, switch, 1e-9, relative=True),
             source="published",
         ),
     ]
@@ -332,9 +366,7 @@ def _case_claims(
             for r in select(rows, quantity="switch_fraction", d1=d1, start=start)
         }
         sw_c = select(rows, quantity="switch_fraction_control", d1=d1, start=start)[0]["value"]
-        target = model.performance(lam, cfg.get("mu2", 0.5), cfg.get("mu1", 1.0), d1)[
-            "cm_switch_fraction"
-        ]
+        target = select(rows, quantity="switch_fraction_formula", d1=d1, start=start)[0]["value"]
         m = FRACTION_MARGIN
         e = [sw[N]]
         claims.append(
@@ -355,17 +387,6 @@ def _case_claims(
             )
         )
     return claims
-
-
-#: The agreement margin of a fraction (of servers, or of arrivals): 0.01, one hundredth of the
-#: 0–1 axis of Figs. 3/5, where curves that coincide to the eye differ by less. Absolute, not
-#: 2% relative: the cells range from 0.007 to 0.8, and a relative margin on the smallest would
-#: ask for a precision the figure never shows.
-FRACTION_MARGIN = 0.01
-
-#: How far a batch's type-II fraction may stray from the fixed point's before the run counts
-#: as having left the quasi-stable state (the two states differ by ≥ 0.39 at λ = 0.8, d1 = 25).
-STAY = 0.15
 
 
 def plot(rows: Rows, cfg: Mapping[str, Any]) -> Figure:
@@ -440,14 +461,16 @@ ARTIFACT = Artifact(
     kind="figure",
     title="Figs. 3/5: simulation (N = 2000) against the fluid limit",
     caption=(
-        "Fractions x[i, j] along one simulated path with N = 2000 servers (solid) and the "
-        "fluid limit (dashed), λ = 0.8, μ2 = 0.5: d1 = 3 from empty (unique, queueing fixed "
-        "point), d1 = 25 from empty (no-queueing point) and from one type-II job everywhere "
-        "(queueing point)."
+        "Fractions x[i, j] along one simulated path with the section's N servers (solid) and "
+        "the fluid limit (dashed) at its λ (μ2 = "
+        f"{MU2:g} unless the section sets it), one panel per case (d1, start): with d1 below "
+        "d1* the fixed point is unique (queueing), at or above it the start decides — from "
+        "empty the no-queueing point, from one type-II job everywhere the queueing point. "
+        "Diamonds: the stationary means at N (95% CI)."
     ),
     methods=("MF", "SIM"),
     points=points,
-    cost=simulation_cost,
+    cost=estimates.sim_vs_fluid_cost,
     compute=compute,
     memory=estimates.sim_vs_fluid_memory,
     check=check,

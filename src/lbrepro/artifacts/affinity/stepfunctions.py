@@ -14,7 +14,7 @@ from lbrepro.artifacts.affinity.rows import SLUG, table_row
 from lbrepro.artifacts.registry import Artifact, Rows
 from lbrepro.core.claims import Claim, make_claim
 from lbrepro.core.io import select
-from lbrepro.core.verdicts import Verdict
+from lbrepro.core.verdicts import EmptyComparisonError, Verdict
 from lbrepro.models import affinity as model
 from lbrepro.plotting.intervals import legend
 from lbrepro.plotting.style import color, new_figure
@@ -29,13 +29,15 @@ def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
-    """f_ref and f_aff at every position, exact, for the figure's and the controls' d."""
+    """f_ref and f_aff at every position, exact, for the figure's and the controls' d, and
+    Table 1's d for (N, k) (``d_min``), the boundary the claims are stated against."""
     N, k = p["N"], p["k"]
     rows: Rows = []
     for n, v in enumerate(model.f_ref(N, k)):
         rows.append(table_row("cf", "f_ref", float(v), N=N, k=k, n=n, exact=str(v)))
     # The controls' degrees: Table 1's d and d − 1 (on either side of the dominance boundary).
     need = model.table1_d(N, k)
+    rows.append(table_row("cf", "d_min", need, N=N, k=k))
     extra = [d for d in (need - 1, need) if 2 * d >= N and d not in p["d"]]
     for d in [*p["d"], *extra]:
         for n, v in enumerate(model.f_aff(N, d)):
@@ -53,10 +55,18 @@ def _smallest_gap(rows: Rows, d: int) -> tuple[Any, int] | None:
     return fa[worst] - fr[worst], worst
 
 
+def _table1_d(rows: Rows, N: int, k: int) -> int:
+    """Table 1's smallest d for (N, k), as compute wrote it."""
+    found = select(rows, quantity="d_min", N=N, k=k)
+    if not found:
+        raise EmptyComparisonError(f"affinity-stepfunctions: no Table 1 d for N = {N}, k = {k}")
+    return int(found[0]["value"])
+
+
 def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
     """Domination holds exactly for d at or above Table 1's threshold and fails below it."""
     N, k = cfg["N"], cfg["k"]
-    need = model.table1_d(N, k)
+    need = _table1_d(rows, N, k)
 
     def verdict(d: int, above: bool) -> Verdict:
         """Whether f_aff(d) − f_ref has the expected sign at its worst position."""
@@ -144,7 +154,9 @@ ARTIFACT = Artifact(
     caption=(
         "Step function f_ref of JSQ(k) (each selection stacked as a block from its lowest "
         "position) against the worst-case d-regular step function f_aff, which jumps "
-        "(d+1)/N at position 1 and to 1 at N − d. d = 34 (Table 1 for k = 3) lies above."
+        "(d+1)/N at position 1 and to 1 at N − d, for the section's N, k and each of its d: a d "
+        "at or above Table 1's threshold for k lies above f_ref everywhere, one below it falls "
+        "below somewhere."
     ),
     methods=("CF",),
     points=points,

@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from lbrepro.artifacts.affinity import estimates
-from lbrepro.artifacts.affinity.config_checks import validator_with_hysteresis
+from lbrepro.artifacts.affinity.config_checks import MU1, MU2, validate_with_hysteresis
 from lbrepro.artifacts.affinity.fluid_trajectories import (
+    FIG4_CELLS,
     check_trajectories,
     plot_trajectories,
     trajectory_points,
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 
 def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
     """The trajectories from random initial states (Dirichlet over x[i, j], i ≤ 4)."""
-    return trajectory_rows(p, seed, levels=10)
+    return trajectory_rows(p, seed, levels=FIG4_CELLS)
 
 
 def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
@@ -37,7 +38,7 @@ def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
 
 def plot(rows: Rows, cfg: Mapping[str, Any]) -> Figure:
     """The trajectories in two panels (servers without and with a type-II job)."""
-    return plot_trajectories(rows, cfg, "d1 = 3")
+    return plot_trajectories(rows, cfg, f"d1 = {cfg['d1']}")
 
 
 ARTIFACT = Artifact(
@@ -46,9 +47,11 @@ ARTIFACT = Artifact(
     kind="figure",
     title="Fig. 4: fluid trajectories for d1 = 3",
     caption=(
-        "Fluid limit from 10 random initial states (Dirichlet over x[i, j], i ≤ 4), λ = 0.8, "
-        "μ1 = 1, μ2 = 0.5, d1 = 3; dotted lines: the queueing fixed point. Left: servers "
-        "without a type-II job; right: with one."
+        "Fluid limit from n_traj random initial states (Dirichlet over x[i, j], "
+        f"i ≤ {(FIG4_CELLS - 1) // 2}) at the section's λ and d1 (d1 in the panel titles), d1 "
+        f"below d1* (a unique, queueing, fixed point); μ1 = {MU1:g}, μ2 = {MU2:g} unless the "
+        "section sets them. Dotted lines: the queueing fixed point. Left: servers without a "
+        "type-II job; right: with one."
     ),
     methods=("MF",),
     points=trajectory_points,
@@ -57,6 +60,6 @@ ARTIFACT = Artifact(
     memory=estimates.trajectory_memory,
     check=check,
     plot=plot,
-    validate=validator_with_hysteresis("affinity-trajectories"),
+    validate=validate_with_hysteresis,
     reconstructions=(FLUID_NOTE, RANDOM_STATES_NOTE),
 )

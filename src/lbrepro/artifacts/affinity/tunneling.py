@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from lbrepro.artifacts.affinity import estimates
-from lbrepro.artifacts.affinity.config_checks import service_rates, validator_with_hysteresis
-from lbrepro.artifacts.affinity.judging import exact_verdict, grows
+from lbrepro.artifacts.affinity.config_checks import MU2, service_rates, validate_with_hysteresis
+from lbrepro.artifacts.affinity.judging import SMALL_D1_RATIO, exact_verdict, grows
 from lbrepro.artifacts.affinity.reconstructions import ASSIGNMENT_NOTE, PRIMARY_NOTE, TUNNELING_NOTE
 from lbrepro.artifacts.affinity.rows import SLUG, format_or_na, table_row, with_contract_columns
 from lbrepro.artifacts.registry import Artifact, Rows
@@ -166,6 +166,9 @@ def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
             )
         )
     rows.append(table_row("path", "time_fraction_queueing", float(np.mean(h >= 0.5)), N=N))
+    # The tunneling claim's control: the switches of the N = ∞ system (the fluid limit).
+    t_end, switches = _fluid_switches(p)
+    rows.append(table_row("mf", "fluid_switches", switches, N=N, t_end=t_end))
     every = max(1, round(1.0 / p["dt_snap"]))
     for t, v in zip(snap[::every], h[::every], strict=True):
         if t <= p["t_trace"]:
@@ -173,28 +176,29 @@ def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
     return with_contract_columns(rows, seed, N)
 
 
-#: The paper's residence-time claim is about large N with d1 fixed: it is judged only where
-#: d1/N ≤ SMALL_D1_RATIO (N ≥ 125 at d1 = 25).
-SMALL_D1_RATIO = 0.2
+#: The fluid limit's path (the tunneling control) runs from empty up to the horizon, at most
+#: FLUID_T_END time units (it settles long before), recorded at FLUID_RECORDS times.
+FLUID_T_END = 500.0
+FLUID_RECORDS = 1001
 
 
-def _fluid_switches(cfg: Mapping[str, Any]) -> int:
-    """Switches of the N = ∞ system (the fluid limit from empty): the tunneling control."""
-    mu1, mu2 = service_rates(cfg)
+def _fluid_switches(p: Mapping[str, Any]) -> tuple[float, int]:
+    """(t_end, switches) of the N = ∞ system, the fluid limit from empty, counted with the
+    point's hysteresis thresholds: the tunneling claim's control."""
     K = model.K_DEFAULT
-    t_end = min(float(cfg["horizon"]), 500.0)
+    t_end = min(float(p["horizon"]), FLUID_T_END)
     times, tr = model.fluid_trajectory(
         model.start_state("empty", K),
-        cfg["lam"],
-        mu2,
-        mu1,
-        cfg["d1"],
+        p["lam"],
+        p["mu2"],
+        p["mu1"],
+        p["d1"],
         t_end=t_end,
-        n_record=1001,
+        n_record=FLUID_RECORDS,
         K=K,
     )
-    _, _, switches = residence_times(times, tr[:, :, 1].sum(axis=1), cfg["low"], cfg["high"])
-    return int(switches)
+    _, _, switches = residence_times(times, tr[:, :, 1].sum(axis=1), p["low"], p["high"])
+    return t_end, int(switches)
 
 
 def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
@@ -258,6 +262,9 @@ def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
     if not sw:
         raise EmptyComparisonError("affinity-tunneling: no residence rows")
     smallest = min(sw, key=lambda r: r["N"])
+    fluid = select(rows, quantity="fluid_switches", N=smallest["N"])
+    if not fluid:
+        raise EmptyComparisonError(f"affinity-tunneling: no fluid-limit row at N = {smallest['N']}")
 
     def switching(n: int, who: str) -> Verdict:
         """Whether a path switched between the states at least twice."""
@@ -270,7 +277,7 @@ def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
             switching(int(smallest["switches"]), f"N = {smallest['N']}"),
             control=(
                 "the fluid limit (N = ∞) from empty switches too",
-                switching(_fluid_switches(cfg), "fluid limit"),
+                switching(int(fluid[0]["value"]), "fluid limit"),
             ),
             distance="the same system without its finite-N noise (the N → ∞ limit the "
             "tunneling departs from)",
@@ -357,25 +364,25 @@ def summary(rows: Rows) -> Rows:
         }
         for r in sorted(select(rows, quantity="residence"), key=lambda r: (r["N"], r["state"]))
     ]
-    out += [
-        {
-            "N": r["N"],
-            "state": "no-queueing (first exit from empty)",
-            "complete stays": f"{r['reps'] - r['censored']}/{r['reps']}",
-            "mean residence (95% CI)": _ci_text(r),
-        }
-        for r in sorted(select(rows, quantity="exit_time"), key=lambda r: r["N"])
-    ]
-    out += [
-        {
-            "N": r["N"],
-            "state": "queueing (first exit from a type-II job everywhere)",
-            "complete stays": f"{r['reps'] - r['censored']}/{r['reps']} (cap {r['cap']:g})",
-            "mean residence (95% CI)": _ci_text(r),
-        }
-        for r in sorted(select(rows, quantity="queueing_exit_time"), key=lambda r: r["N"])
-    ]
+    out += _exit_summary(rows, "exit_time", "no-queueing (first exit from empty)", False)
+    out += _exit_summary(
+        rows, "queueing_exit_time", "queueing (first exit from a type-II job everywhere)", True
+    )
     return out
+
+
+def _exit_summary(rows: Rows, quantity: str, state: str, show_cap: bool) -> Rows:
+    """The summary rows of one kind of first exit: uncensored runs and the capped mean per N."""
+    return [
+        {
+            "N": r["N"],
+            "state": state,
+            "complete stays": f"{r['reps'] - r['censored']}/{r['reps']}"
+            + (f" (cap {r['cap']:g})" if show_cap else ""),
+            "mean residence (95% CI)": _ci_text(r),
+        }
+        for r in sorted(select(rows, quantity=quantity), key=lambda r: r["N"])
+    ]
 
 
 ARTIFACT = Artifact(
@@ -384,8 +391,9 @@ ARTIFACT = Artifact(
     kind="figure",
     title="Tunneling: finite-N switching between the two quasi-stable states",
     caption=(
-        "Left: fraction of servers holding a type-II job along simulated paths (λ = 0.8, "
-        "μ2 = 0.5, d1 = 25): near 1 in the queueing state, near 0 in the no-queueing state. "
+        "Left: fraction of servers holding a type-II job along simulated paths at the "
+        f"section's λ and d1 (in the title on the right; μ2 = {MU2:g} unless the section sets "
+        "it): near 1 in the queueing state, near 0 in the no-queueing state. "
         "Right: mean residence time in each state against N (hysteresis thresholds; "
         "95% CI over complete stays) and the mean first exit time from empty at larger N "
         "(95% CI over replications)."
@@ -398,6 +406,6 @@ ARTIFACT = Artifact(
     check=check,
     plot=plot,
     summary=summary,
-    validate=validator_with_hysteresis("affinity-tunneling"),
+    validate=validate_with_hysteresis,
     reconstructions=(ASSIGNMENT_NOTE, PRIMARY_NOTE, TUNNELING_NOTE),
 )

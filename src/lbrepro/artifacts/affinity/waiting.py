@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from lbrepro.artifacts.affinity import estimates
-from lbrepro.artifacts.affinity.config_checks import service_rates
+from lbrepro.artifacts.affinity.config_checks import MU2, service_rates
 from lbrepro.artifacts.affinity.judging import QUARTER, band_verdict
 from lbrepro.artifacts.affinity.performance import (
     compute,
@@ -18,7 +18,7 @@ from lbrepro.artifacts.affinity.performance import (
     points,
     simulation_claims,
     summary_of,
-    validator_for_load_grids,
+    validate,
 )
 from lbrepro.artifacts.affinity.reconstructions import (
     ASSIGNMENT_NOTE,
@@ -111,9 +111,10 @@ ARTIFACT = Artifact(
     kind="figure",
     title="Fig. 7: mean waiting time by job type",
     caption=(
-        "Mean waiting time of type-I, type-II and all jobs under CM(3) (Little's law at the "
-        "fixed point: type I arrive at λ − μ2 x01, type II at μ2 x01) against JSQ(3) and RA, "
-        "μ2 = 0.5; markers: simulation with N = 1000 (95% CI)."
+        "Mean waiting time of type-I, type-II and all jobs under CM(d1) (Little's law at the "
+        "fixed point: type I arrive at λ − μ2 x01, type II at μ2 x01) against JSQ(d1) and RA, "
+        f"at the section's d1 (in the legend; μ2 = {MU2:g} unless the section sets it); "
+        "markers: simulation with the section's N servers (95% CI)."
     ),
     methods=("CF", "SIM"),
     points=points,
@@ -123,6 +124,6 @@ ARTIFACT = Artifact(
     check=check,
     plot=plot,
     summary=summary_of(("wait_time_I", "wait_time_II", "wait_time")),
-    validate=validator_for_load_grids("affinity-waiting"),
+    validate=validate,
     reconstructions=(ASSIGNMENT_NOTE, PERF_NOTE, EXTRAPOLATION_NOTE, WORDS_NOTE),
 )
