@@ -13,7 +13,10 @@ from typing import Any
 
 from lbrepro.artifacts.affinity.performance import simulation_cost
 from lbrepro.core import footprint
-from lbrepro.core.packing import POINT_START_SECONDS, simulation_seconds
+from lbrepro.core.packing import (
+    POINT_START_SECONDS,
+    queue_simulation_seconds,
+)
 from lbrepro.sim.affinity import EVENTS_PER_SECOND
 
 FIXED_POINT_SECONDS = 0.015
@@ -148,10 +151,10 @@ def tunneling_cost(p: Mapping[str, Any]) -> float:
     """affinity-tunneling: one long path, or ``reps`` runs up to the exit cap (2λN events per
     unit time each)."""
     if p.get("exit") or p.get("qexit"):
-        return simulation_seconds(
-            p["reps"] * 2 * p["lam"] * p["N"] * p["exit_cap"], EVENTS_PER_SECOND
+        return queue_simulation_seconds(
+            p["lam"], p["N"], p["reps"] * p["exit_cap"], EVENTS_PER_SECOND
         )
-    return simulation_seconds(2 * p["lam"] * p["N"] * p["horizon"], EVENTS_PER_SECOND)
+    return queue_simulation_seconds(p["lam"], p["N"], p["horizon"], EVENTS_PER_SECOND)
 
 
 def tunneling_memory(p: Mapping[str, Any]) -> footprint.Footprint:

@@ -21,7 +21,7 @@ from lbrepro.artifacts.registry import Rows
 from lbrepro.core.claims import Claim, make_claim
 from lbrepro.core.ids import add_point, num
 from lbrepro.core.io import select
-from lbrepro.core.packing import simulation_seconds
+from lbrepro.core.packing import queue_simulation_seconds, simulation_seconds
 from lbrepro.core.stats import batch_means_ci
 from lbrepro.core.verdicts import EmptyComparisonError, agrees, estimate
 from lbrepro.judging.neighbours import NEIGHBOUR, neighbour_load
@@ -77,7 +77,7 @@ def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 
 def simulation_cost(p: Mapping[str, Any]) -> float:
     """Estimated seconds of a simulation point: arrivals and departures, 2λN per unit time."""
-    return simulation_seconds(2 * p["lam"] * p["N"] * p["horizon"], EVENTS_PER_SECOND)
+    return queue_simulation_seconds(p["lam"], p["N"], p["horizon"], EVENTS_PER_SECOND)
 
 
 def cost(p: Mapping[str, Any]) -> float:

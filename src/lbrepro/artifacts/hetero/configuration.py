@@ -13,7 +13,7 @@ from typing import Any
 from lbrepro.core import footprint
 from lbrepro.core.args import check_stable_load, run_length
 from lbrepro.core.errors import ConfigError
-from lbrepro.core.packing import simulation_seconds
+from lbrepro.core.packing import queue_simulation_seconds, simulation_seconds
 from lbrepro.models import hetero as model
 from lbrepro.sim.occupancy import EVENTS_PER_SECOND, OccupancySimResult
 from lbrepro.sim.occupancy_routing import server_counts
@@ -127,10 +127,10 @@ def simulation_cost(p: Mapping[str, Any]) -> float:
         return simulation_seconds(0.0, EVENTS_PER_SECOND)
     spec = p["spec"]
     capacity = sum(g * c for g, c in zip(spec["gamma"], spec["C"], strict=True))
-    events = 2 * p["rho"] * capacity * p["N"] * p["horizon"]
-    if p.get("policy") == "random":
-        events *= RANDOM_ROUTING_SLOWDOWN
-    return simulation_seconds(events, EVENTS_PER_SECOND)
+    slowdown = RANDOM_ROUTING_SLOWDOWN if p.get("policy") == "random" else 1.0
+    return queue_simulation_seconds(
+        p["rho"] * capacity, p["N"], p["horizon"], EVENTS_PER_SECOND, slowdown
+    )
 
 
 #: Seconds of one mean-field solve (a fixed point per policy and load; a bisection of the
@@ -151,8 +151,9 @@ def point_cost(p: Mapping[str, Any]) -> float:
         spec = p["spec"]
         capacity = sum(g * c for g, c in zip(spec["gamma"], spec["C"], strict=True))
         lam = p["side"] * model.sqd_stability_closed_form(system_from_spec(spec), spec["d"][0])
-        events = 2 * min(lam, capacity) * p["N"] * sum(p["horizons"])
-        return simulation_seconds(events, EVENTS_PER_SECOND)
+        return queue_simulation_seconds(
+            min(lam, capacity), p["N"], sum(p["horizons"]), EVENTS_PER_SECOND
+        )
     if "ratios_bisect" in p:
         work = 3 * BISECTION_SECONDS * len(p["ratios_bisect"])
         return simulation_seconds(0.0, EVENTS_PER_SECOND) + work
