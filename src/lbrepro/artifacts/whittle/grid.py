@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from lbrepro.models import whittle as model
@@ -11,6 +11,12 @@ from lbrepro.models import whittle as model
 def table_d_label(d: Any) -> str:
     """A stable label for d in tables ("∞" for PS), so "1" read back from CSV matches 1."""
     return model.d_label(model.parse_d(d))
+
+
+def table_d_labels(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The d labels of a table's index rows, in the order compute wrote them (the config's):
+    what a check compares by, read from its table rather than parsed from the config again."""
+    return list(dict.fromkeys(str(r["d"]) for r in rows if r.get("method") == "mdp"))
 
 
 def check_grid(cfg: Mapping[str, Any]) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from lbrepro.artifacts.registry import Rows
-from lbrepro.artifacts.whittle.grid import check_grid, table_d_label
+from lbrepro.artifacts.whittle.grid import check_grid, table_d_label, table_d_labels
 from lbrepro.artifacts.whittle.reconstructions import RECON_COSTS, RECON_EVENTS, RECON_RELAX
 from lbrepro.core.claims import Claim, close, make_claim
 from lbrepro.core.errors import ConfigError
@@ -128,7 +128,7 @@ def flip_stats(
     rows: Rows, cfg: Mapping[str, Any], quantity: str, beta: float
 ) -> list[tuple[str, float, str]]:
     """The share of decisions d changes at every p that has two capacities q > p."""
-    ds = [table_d_label(d) for d in cfg["d"]]
+    ds = table_d_labels(rows)
     out = []
     for p in cfg["p"]:
         res = decision_flips(rows, quantity, p, list(cfg["q"]), beta, ds)

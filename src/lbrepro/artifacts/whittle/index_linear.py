@@ -14,7 +14,7 @@ import numpy as np
 
 from lbrepro.artifacts.registry import Artifact, Rows
 from lbrepro.artifacts.whittle.estimates import index_cost, index_memory
-from lbrepro.artifacts.whittle.grid import table_d_label
+from lbrepro.artifacts.whittle.grid import table_d_label, table_d_labels
 from lbrepro.artifacts.whittle.index_curves import (
     CONTROL_BETA,
     INDEX_RECONSTRUCTIONS,
@@ -59,7 +59,7 @@ def validate(cfg: Mapping[str, Any]) -> None:
 
 def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
     """d = 1 closed form; q matters, d does not (q > p); d matters for overloaded servers."""
-    ds = [table_d_label(d) for d in cfg["d"]]
+    ds = table_d_labels(rows)
     claims = [closed_form_claim(rows, ds)]
     lin = flip_stats(rows, cfg, "W", 0.0)
     ctrl = flip_stats(rows, cfg, "W_meanvar", 0.0)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from lbrepro.artifacts.registry import Artifact, Rows
 from lbrepro.artifacts.whittle.estimates import index_cost, index_memory
-from lbrepro.artifacts.whittle.grid import table_d_label
+from lbrepro.artifacts.whittle.grid import table_d_label, table_d_labels
 from lbrepro.artifacts.whittle.index_curves import (
     INDEX_RECONSTRUCTIONS,
     NEGLIGIBLE,
@@ -44,7 +44,7 @@ def validate(cfg: Mapping[str, Any]) -> None:
 
 def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
     """d = 1 closed form; per β, the index depends strongly on d (control: the linear cost)."""
-    ds = [table_d_label(d) for d in cfg["d"]]
+    ds = table_d_labels(rows)
     claims = [closed_form_claim(rows, ds)]
     for beta in cfg["beta"]:
         mv = flip_stats(rows, cfg, "W", beta)
