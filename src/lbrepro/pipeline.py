@@ -49,13 +49,11 @@ def validate_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
     validate_schema(config, config_schema())
     for artifact in registry.all_artifacts():
         if artifact.id in config:
-            # The same merged section every hook gets (points, compute, check, plot); a key
-            # the validator names inside its section is prefixed with the artifact id here.
+            # The same merged section every hook gets (points, compute, check, plot); a
+            # validator names the key inside its section, prefixed with the artifact id here.
             try:
                 artifact.validate(artifact_config(config, artifact.id))
             except ConfigError as err:
-                if err.key == artifact.id or err.key.startswith(f"{artifact.id}."):
-                    raise
                 raise err.under(artifact.id) from None
             _packed(config, artifact.id)  # unique, file-name-safe point ids, packed into jobs
     return config
