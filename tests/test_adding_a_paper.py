@@ -122,7 +122,7 @@ def test_cli_lists_validates_solves_and_simulates(checkout: Path) -> None:
     (checkout / "unstable.yaml").write_text(f"{ARTIFACT}:\n  rho: [0.3, 1.5]\n")
     unstable = _python(checkout, "-m", "lbrepro", "validate", "config/config.yaml", "unstable.yaml")
     assert unstable.returncode == 2, unstable.stderr
-    assert f"{ARTIFACT}.rho: must be < 1 (stable), got 1.5" in unstable.stderr, unstable.stderr
+    assert f"{ARTIFACT}.rho[1]: must be < 1 (stable), got 1.5" in unstable.stderr, unstable.stderr
 
 
 def test_workflow_dry_run_plans_its_jobs(checkout: Path) -> None:
