@@ -72,11 +72,12 @@ SEED = 20261201
 REQUIRED = 0.92
 #: What is known about a case that fails, shown beside it in the record (a failure stays one).
 KNOWN = {
-    "mm1-rho0.99": "runs of ~100 relaxation times: the third of them whose batch means pass "
-    "the von Neumann test are those whose path happened to be calm, with an underestimated "
-    "variance (49/69 covered); the not-converged two thirds' fallback covers 127/131. At 16x "
-    "the horizon (the record of accff6c) 98.5% converged and 94.5% covered: such a point needs "
-    "a run long enough that nearly every replication converges.",
+    "mm1-rho0.99": "runs of ~100 relaxation times (N·T/τ < MIN_RELAXATIONS = 500): every run "
+    "is now reported not converged, whatever its batch means look like. Before that floor the "
+    "third whose batch means passed the von Neumann test were those whose path happened to be "
+    "calm, with an underestimated variance (49/69 covered, the record of dee4238). At 16x the "
+    "horizon (~1500 relaxation times, the record of accff6c) 98.5% converged and 94.5% "
+    "covered: such a point needs a run that long.",
     "mm1-rho0.5": "the mean, u_1 and u_4 cover at every level; tail fractions of a single "
     "queue seen through a few dozen excursions (u_8 = 0.0039, effective count ~6) cover 91.5% "
     "nominal with the effective-count interval (82% with the symmetric t) and miss 3-10 of "
