@@ -418,7 +418,7 @@ def _message(err: Exception, args: argparse.Namespace) -> str:
     flags = {p.name for p in model.params}
     key = getattr(err, "key", None)
     if isinstance(err, ConfigError) and key in flags:
-        return f"--{key}: {text.removeprefix(f'{key}: ')}"
+        return f"--{key}: {err.message}"
     if isinstance(err, UnstableError):
         return f"--{model.load}: {text.removeprefix(f'{model.load}: ')}"
     return text

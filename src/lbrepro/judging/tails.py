@@ -34,6 +34,7 @@ __all__ = [
     "covers",
     "doubly_exponential_slope",
     "fraction_margin",
+    "held",
     "resolution",
     "slope_margin",
     "tail_fit",
@@ -126,13 +127,23 @@ def work_conservation(u1: Estimate, rho: float, N: int, measured_time: float) ->
     return covers([u1], [rho], [resolution(N, measured_time)], what="u_1 = ρ")
 
 
+def held(u: float, servers: float) -> bool:
+    """Whether a tail level u is held on average by at least :data:`TAIL_SERVERS` of
+    ``servers`` servers: the depth a verdict may use (deeper, u is a rare event at this N and
+    the 1/N expansion is not uniform in k). One rule for every paper's tail verdicts."""
+    return u * servers >= TAIL_SERVERS
+
+
 def tail_levels(u: Mapping[int, Estimate], N: int) -> list[int]:
     """The levels a tail-shape fit uses (see ``TAIL_LEVELS``), deepest last."""
-    floor = TAIL_SERVERS / N
     keep = [
         k
         for k in sorted(u)
-        if k >= 1 and floor <= u[k].mean <= TAIL_TOP and u[k].half_width > 0 and u[k].mean < 1
+        if k >= 1
+        and held(u[k].mean, N)
+        and u[k].mean <= TAIL_TOP
+        and u[k].half_width > 0
+        and u[k].mean < 1
     ]
     return keep[-TAIL_LEVELS:]
 

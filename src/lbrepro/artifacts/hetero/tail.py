@@ -25,7 +25,6 @@ from lbrepro.artifacts.hetero.tail_claims import (
     GROWTH_FLOOR,
     LINEAR_TOL,
     NEIGHBOUR_MARGINS,
-    TAIL_MIN_SERVERS,
     control_load,
     doubly_exponential,
     gaussian_growth,
@@ -38,6 +37,7 @@ from lbrepro.core.io import select
 from lbrepro.core.rows import estimate_row
 from lbrepro.core.verdicts import AGREEMENT, EmptyComparisonError
 from lbrepro.judging.neighbours import NEIGHBOUR
+from lbrepro.judging.tails import TAIL_SERVERS
 from lbrepro.models import hetero as model
 from lbrepro.plotting.intervals import legend, simulated
 from lbrepro.plotting.style import METHOD_STYLE, color, new_figure
@@ -209,7 +209,7 @@ def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
                     ),
                     runs=run,
                     details=(
-                        f"levels held by ≥ {TAIL_MIN_SERVERS} servers of the type with a CI "
+                        f"levels held by ≥ {TAIL_SERVERS:g} servers of the type with a CI "
                         "above 0; a type is judged on ≥ 2 steps (one step never decides)"
                     ),
                 )
@@ -432,7 +432,7 @@ ARTIFACT = Artifact(
         f"neighbouring load in steps of {NEIGHBOUR:g} (the shared rule of judging.neighbours: "
         "below ρ, above where that is no load) whose tail lies more than "
         f"{NEIGHBOUR_MARGINS:g} such margins from the prediction at some level held by ≥ "
-        f"{TAIL_MIN_SERVERS} servers of its type by the prediction: chosen from exact values "
+        f"{TAIL_SERVERS:g} servers of its type by the prediction: chosen from exact values "
         "before the run, so that where the claim holds the control fails.",
     ),
 )

@@ -27,11 +27,7 @@ from lbrepro.core.verdicts import (
     exact,
 )
 from lbrepro.judging.neighbours import nearest_distinct_load, neighbour_load
-
-#: A tail level counts as resolved by the simulation when at least this many servers of the
-#: type hold it on average and its CI excludes 0. Deeper, u is a rare event at this N and the
-#: 1/N expansion is not uniform in n (at N = 1000 a u of 1e-6 gets a V/N larger than itself).
-TAIL_MIN_SERVERS = 10
+from lbrepro.judging.tails import held
 
 #: The doubly exponential claim's floor on the growth factor of the log-ratios: a tail of
 #: order d has log(u_{n+1}/u_n) ≈ d·log(u_n/u_{n−1}), d ≥ 2 (two samples at least).
@@ -49,7 +45,9 @@ def _servers(cfg: Mapping[str, Any], name: str, j: int) -> float:
 
 
 def resolved_levels(rows: Rows, cfg: Mapping[str, Any], name: str, policy: str, j: int) -> Rows:
-    """Simulated levels k ≥ 1 the run resolves, contiguous from k = 1 (see TAIL_MIN_SERVERS)."""
+    """Simulated levels k ≥ 1 the run resolves, contiguous from k = 1: held by enough servers
+    of the type (:func:`lbrepro.judging.tails.held`; at N = 1000 a u of 1e-6 gets a V/N larger
+    than itself) with a CI that excludes 0."""
     sims = sorted(
         select(rows, method="sim", quantity="u", system=name, policy=policy, type=j),
         key=lambda r: r["k"],
@@ -60,7 +58,7 @@ def resolved_levels(rows: Rows, cfg: Mapping[str, Any], name: str, policy: str, 
             continue
         if r["ci_low"] is None or r["ci_low"] <= 0:
             break
-        if r["value"] * _servers(cfg, name, j) < TAIL_MIN_SERVERS:
+        if not held(r["value"], _servers(cfg, name, j)):
             break
         out.append(r)
     return out
@@ -174,11 +172,11 @@ NEIGHBOUR_MARGINS = 2.0
 
 def reference_levels(u: Sequence[float], servers: float) -> list[int]:
     """The levels k ≥ 1 a run is expected to resolve, by a predicted tail ``u`` of a type with
-    ``servers`` servers: contiguous from 1 while u_k·servers ≥ TAIL_MIN_SERVERS (the exact
+    ``servers`` servers: contiguous from 1 while held (:func:`lbrepro.judging.tails.held`, the exact
     analogue of :func:`resolved_levels`, so it can be chosen before the run)."""
     levels = []
     for k in range(1, len(u)):
-        if u[k] * servers < TAIL_MIN_SERVERS:
+        if not held(u[k], servers):
             break
         levels.append(k)
     return levels

@@ -55,7 +55,7 @@ def _cli_system(gamma: Any, C: Any, d: Any, mu: float) -> System:
     except ConfigError as err:
         if err.key != "capacity":
             raise
-        raise ConfigError("C", str(err).removeprefix("capacity: ")) from None
+        raise ConfigError("C", err.message) from None
 
 
 def _cli_policy(

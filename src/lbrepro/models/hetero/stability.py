@@ -40,7 +40,7 @@ def sqd_stability_closed_form(system: System, d: int) -> float:
     try:
         d = check_d_pool(system, d)
     except ConfigError as exc:
-        raise ConfigError("d", str(exc).removeprefix("d_pool: ")) from None
+        raise ConfigError("d", exc.message) from None
     o = system.order
     g = np.cumsum(np.array(system.gamma)[o])
     c = np.cumsum(np.array(system.gamma)[o] * np.array(system.capacity)[o])
