@@ -297,3 +297,47 @@ def test_a_band_covers_its_points_and_an_isolated_point_keeps_its_bar() -> None:
         assert any(sx == px and lo <= px <= hi for sx, lo, hi in drawn), px
     assert list(s.bare.get_xdata()) == [4.0, 6.0]
     assert any(a.get_gid().endswith("-bars") for a in s.interval)
+
+
+@pytest.mark.parametrize("flag", [False, np.False_, "False"])
+def test_a_point_whose_run_did_not_converge_gets_an_open_marker_and_no_bar(flag) -> None:
+    from lbrepro.plotting.style import new_figure
+
+    def draw(converged: list[Any] | None) -> tuple[Any, Any]:
+        _, axes = new_figure()
+        ax = axes[0][0]
+        ax.set_yscale("log")
+        # point 2's fallback interval reaches 0: converged, it would run off to a caret
+        s = intervals.simulated(ax, [1, 2, 3], [0.5, 0.01, 0.2], [0.4, -0.002, 0.1],
+                                [0.6, 0.02, 0.3], converged=converged)  # fmt: skip
+        return intervals.legend(ax), s
+
+    for trusted in (None, [True, True, None], [True, "True", True]):
+        _, s = draw(trusted)
+        assert list(s.points.get_xdata()) == [1, 2, 3] and s.bare is None
+        assert sorted({x for x, _, _ in spans(list(s.interval))}) == [1, 2, 3]
+        assert any(a.get_gid().endswith("-offscale") for a in s.interval)
+    leg, s = draw([True, flag, None])
+    assert list(s.points.get_xdata()) == [1, 3] and list(s.bare.get_xdata()) == [2]
+    assert sorted({x for x, _, _ in spans(list(s.interval))}) == [1, 3]  # no bar at 2 …
+    assert not any(a.get_gid().endswith("-offscale") for a in s.interval)  # … nor a caret
+    assert s.bare.get_markerfacecolor() != s.bare.get_markeredgecolor()  # open
+    assert [t.get_text() for t in leg.get_texts()] == [intervals.UNCONVERGED_LABEL]
+
+
+def test_the_open_marker_says_which_points_it_stands_for() -> None:
+    from lbrepro.plotting.style import new_figure
+
+    def label(low: list[Any], converged: list[Any] | None) -> list[str]:
+        _, axes = new_figure()
+        intervals.simulated(axes[0][0], [1, 2], [1.0, 2.0], low, [1.1, 2.2], converged=converged)
+        return [t.get_text() for t in intervals.legend(axes[0][0]).get_texts()]
+
+    assert label([0.9, 1.8], [True, True]) == []
+    assert label([0.9, None], None) == [intervals.BARE_LABEL]
+    assert label([0.9, None], [True, True]) == [intervals.BARE_LABEL]
+    assert label([0.9, 1.8], [True, False]) == [intervals.UNCONVERGED_LABEL]
+    assert label([None, 1.8], [True, False]) == [intervals.BARE_BOTH_LABEL]
+    assert intervals.converged_all(True, None) is True
+    assert intervals.converged_all(True, False) is False
+    assert intervals.converged_all(None, None) is None
