@@ -457,6 +457,7 @@ def _plot_stability_sim(ax: Any, rows: Rows, cfg: Mapping[str, Any]) -> None:
                     color=color(4 + i),
                     ls="-",
                     label=f"{name}, λ = {side:g}·λ* (95% CI)",
+                    converged=[r.get("converged") for r in runs],
                 )
             else:
                 ax.plot(

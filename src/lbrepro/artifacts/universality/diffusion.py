@@ -365,6 +365,7 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Any:
                 ls="-",
                 lw=0.8,
                 label=model.family_label(family),
+                converged=[r.get("converged") for r in sim],
             )
     for ax, q, name in ((ax_idle, "idle", "E[(N − Q₁)/√N]"), (ax_q2, "q2", "E[Q₂/√N]")):
         value, half = _sde_limit(rows, q)
@@ -385,6 +386,7 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Any:
         color="k",
         ls=":",
         lw=0.8,
+        converged=[r.get("converged") for r in sde],
     )
     ax_dt.set(
         xlabel="Euler step dt",
