@@ -374,7 +374,6 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Any:
         ax.set(
             xscale="log", xlabel="N (servers)", ylabel=name, title=f"{name}, β = {cfg['beta']:g}"
         )
-    legend(fig, where="below", ncols=3)
     # Step-size convergence of the SDE: E[X2] at each dt and the extrapolation to dt = 0.
     sde = sorted(select(rows, method="sde", quantity="q2"), key=lambda r: r["dt"])
     simulated(
@@ -400,6 +399,7 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Any:
         textcoords="offset points",
         xytext=(8, -12),
     )
+    legend(fig, where="below", ncols=3)  # last: it explains any open marker of every panel
     return fig
 
 
