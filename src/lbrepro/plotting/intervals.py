@@ -45,8 +45,8 @@ BAND_ALPHA = 0.22
 #: The label :func:`legend` adds when a figure has points without an interval: none finite,
 #: from runs not converged, or both.
 BARE_LABEL = "open marker: no 95% CI (run too short)"
-UNCONVERGED_LABEL = "open marker: run not converged (no 95% CI)"
-BARE_BOTH_LABEL = "open marker: no 95% CI (run too short or not converged)"
+UNCONVERGED_LABEL = "open: run not converged (no CI)"
+BARE_BOTH_LABEL = "open: no CI (run too short or not converged)"
 
 
 @dataclass(frozen=True)
