@@ -1,4 +1,5 @@
-"""Every figure a referee can read: each simulated series shows its 95% interval, legends stay
+"""Every figure a referee can read: each simulated series shows its 95% interval (and only a
+trusted one: a run that ended ``converged = False`` gets an open marker, no bar), legends stay
 off the data, text is legible at the report's width, and figures save deterministically.
 
 Each artifact with a figure is computed in-process on the default config with small workloads
@@ -91,18 +92,23 @@ def tables(config: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
+def draw(aid: str, rows: list[dict[str, Any]], config: dict[str, Any]) -> Any:
+    """``aid``'s figure of ``rows``, drawn (so that constrained layout has placed everything)."""
+    fig = registry.get(aid).plot(rows, artifact_config(config, aid))
+    fig.set_dpi(RC["savefig.dpi"])
+    fig.canvas.draw()
+    return fig
+
+
 @pytest.fixture(scope="module")
 def figures(tables: dict[str, list[dict[str, Any]]], config: dict[str, Any]):
-    """Each artifact's figure, drawn once (so that constrained layout has placed everything)."""
+    """Each artifact's figure, drawn once."""
     import matplotlib.pyplot as plt
 
     out = {}
     with matplotlib.rc_context({"figure.max_open_warning": 0}):  # all kept open on purpose
         for aid in FIGURES:
-            fig = registry.get(aid).plot(tables[aid], artifact_config(config, aid))
-            fig.set_dpi(RC["savefig.dpi"])
-            fig.canvas.draw()
-            out[aid] = fig
+            out[aid] = draw(aid, tables[aid], config)
     yield out
     for fig in out.values():
         plt.close(fig)
@@ -154,13 +160,21 @@ def finite(v: Any) -> bool:
     return v is not None and isinstance(v, (int, float)) and math.isfinite(v)
 
 
+def trusted(r: dict[str, Any]) -> bool:
+    """Whether a row's interval is drawn as a 95% CI: finite, and its run not flagged
+    ``converged = False``."""
+    return (
+        finite(r.get("ci_low"))
+        and finite(r.get("ci_high"))
+        and not intervals.not_converged(r.get("converged"))
+    )
+
+
 @pytest.mark.parametrize("aid", FIGURES)
 def test_every_simulated_series_shows_its_interval(aid, figures, tables) -> None:
     fig = figures[aid]
-    unresolved_rows = sum(
-        not (finite(r.get("ci_low")) and finite(r.get("ci_high"))) for r in sim_rows(tables[aid])
-    )
-    bare = 0
+    unresolved_rows = sum(not trusted(r) for r in sim_rows(tables[aid]))
+    bare: dict[Any, int] = {}  # by panel: a panel shows a row once, a figure maybe twice
     for n, parts in tagged(fig).items():
         assert len(parts["sim"]) == 1, (aid, n, parts)
         points = parts["sim"][0]
@@ -181,10 +195,106 @@ def test_every_simulated_series_shows_its_interval(aid, figures, tables) -> None
         caps = [a for a in parts["ci"] if (a.get_gid() or "").endswith("-caps")]
         assert not bars or caps, f"{aid}: series {n}'s bars have no caps"
         for b in parts["bare"]:
-            bare += len(b.get_xdata())
+            bare[b.axes] = bare.get(b.axes, 0) + len(b.get_xdata())
             assert b.get_markerfacecolor() != b.get_markeredgecolor(), "bare points are open"
-    # A point drawn without an interval is one whose row had none (never a dropped interval).
-    assert bare <= unresolved_rows, f"{aid}: {bare} points drawn without their interval"
+    # A point drawn without an interval is one whose row had none or an untrusted one (from a
+    # run not converged), never a dropped interval.
+    for ax, count in bare.items():
+        assert count <= unresolved_rows, (
+            f"{aid}: {count} points of panel '{ax.get_title()}' drawn without their interval"
+        )
+
+
+#: Which flagged rows a test declares converged: a fixed irregular pattern (an alternating one
+#: cannot tell a series' flags from their reverse), and then its complement.
+PATTERN = np.random.default_rng(20240611).integers(0, 2, 101).astype(bool)
+
+
+def reflagged(rows: list[dict[str, Any]], flag: Any) -> list[dict[str, Any]]:
+    """``rows`` with the i-th row that has a converged flag flagged ``flag(i)`` instead."""
+    out, i = [], 0
+    for r in rows:
+        if isinstance(r.get("converged"), (bool, np.bool_)):
+            r = r | {"converged": flag(i)}
+            i += 1
+        out.append(r)
+    return out
+
+
+def rows_at(rows: list[dict[str, Any]], x: float, y: float) -> list[dict[str, Any]]:
+    """The flagged rows a drawn point (x, y) may be: value y and some cell x (a derived or
+    clipped point is none of them)."""
+
+    def near(a: Any, b: float) -> bool:
+        return finite(a) and math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+
+    return [
+        r
+        for r in rows
+        if isinstance(r.get("converged"), bool)
+        and near(r.get("value"), y)
+        and any(near(v, x) for k, v in r.items() if k != "value" and not isinstance(v, bool))
+    ]
+
+
+def points_of(lines: list[Any]) -> list[tuple[float, float]]:
+    return [(float(x), float(y)) for line in lines for x, y in zip(*line.get_data(), strict=True)]
+
+
+def open_marker_labels(fig: Any) -> set[str]:
+    return {t.get_text() for leg in legends(fig) for t in leg.get_texts()} & {
+        intervals.UNCONVERGED_LABEL,
+        intervals.BARE_BOTH_LABEL,
+    }
+
+
+@pytest.mark.parametrize("aid", FIGURES)
+def test_bars_are_drawn_exactly_for_converged_rows_with_a_finite_interval(
+    aid, tables, config
+) -> None:
+    """Half the flagged rows (by :data:`PATTERN`, then the other half) declared not converged:
+    a point that is one of those rows is drawn open, one that is a trusted row has its bar."""
+    import matplotlib.pyplot as plt
+
+    if not any(isinstance(r.get("converged"), bool) for r in tables[aid]):
+        pytest.skip(f"{aid} has no flagged rows")
+    for half in (PATTERN, ~PATTERN):
+        rows = reflagged(tables[aid], lambda i, half=half: bool(half[i % len(half)]))
+        fig = draw(aid, rows, config)
+        drawn_open = 0
+        for n, parts in tagged(fig).items():
+            for x, y in points_of(parts["sim"]):
+                at = rows_at(rows, x, y)
+                assert not at or any(trusted(r) for r in at), (
+                    f"{aid}: series {n} draws a bar at ({x:g}, {y:g}), a run not converged"
+                )
+            for x, y in points_of(parts["bare"]):
+                at = rows_at(rows, x, y)
+                assert not at or any(not trusted(r) for r in at), (
+                    f"{aid}: series {n} drops the interval of the trusted row at ({x:g}, {y:g})"
+                )
+                drawn_open += any(intervals.not_converged(r.get("converged")) for r in at)
+        if drawn_open:
+            assert open_marker_labels(fig), f"{aid}: no legend entry explains the open marker"
+        plt.close(fig)
+
+
+@pytest.mark.parametrize("aid", FIGURES)
+def test_no_figure_draws_an_interval_for_a_run_not_converged(aid, tables, config) -> None:
+    """Every flagged row declared not converged: no bar, band or caret is left anywhere."""
+    import matplotlib.pyplot as plt
+
+    if not any(isinstance(r.get("converged"), bool) for r in tables[aid]):
+        pytest.skip(f"{aid} has no flagged rows")
+    fig = draw(aid, reflagged(tables[aid], lambda i: False), config)
+    series = tagged(fig)
+    for n, parts in series.items():
+        assert not points_of(parts["sim"]) and not parts["ci"], (
+            f"{aid}: series {n} still draws an interval for a run not converged"
+        )
+    if any(points_of(parts["bare"]) for parts in series.values()):
+        assert open_marker_labels(fig), f"{aid}: no legend entry explains the open marker"
+    plt.close(fig)
 
 
 @pytest.mark.parametrize("aid", FIGURES)
@@ -192,7 +302,7 @@ def test_a_table_with_simulated_rows_draws_them_through_the_helper(aid, figures,
     if not sim_rows(tables[aid]):
         pytest.skip(f"{aid} has no simulated rows")
     series = tagged(figures[aid])
-    assert any(len(p["sim"][0].get_xdata()) for p in series.values() if p["sim"]), (
+    assert any(points_of(p["sim"] + p["bare"]) for p in series.values()), (
         f"{aid}: simulated rows but no series drawn by lbrepro.plotting.intervals.simulated"
     )
 
@@ -297,3 +407,47 @@ def test_a_band_covers_its_points_and_an_isolated_point_keeps_its_bar() -> None:
         assert any(sx == px and lo <= px <= hi for sx, lo, hi in drawn), px
     assert list(s.bare.get_xdata()) == [4.0, 6.0]
     assert any(a.get_gid().endswith("-bars") for a in s.interval)
+
+
+@pytest.mark.parametrize("flag", [False, np.False_, "False"])
+def test_a_point_whose_run_did_not_converge_gets_an_open_marker_and_no_bar(flag) -> None:
+    from lbrepro.plotting.style import new_figure
+
+    def draw(converged: list[Any] | None) -> tuple[Any, Any]:
+        _, axes = new_figure()
+        ax = axes[0][0]
+        ax.set_yscale("log")
+        # point 2's fallback interval reaches 0: converged, it would run off to a caret
+        s = intervals.simulated(ax, [1, 2, 3], [0.5, 0.01, 0.2], [0.4, -0.002, 0.1],
+                                [0.6, 0.02, 0.3], converged=converged)  # fmt: skip
+        return intervals.legend(ax), s
+
+    for trusted in (None, [True, True, None], [True, "True", True]):
+        _, s = draw(trusted)
+        assert list(s.points.get_xdata()) == [1, 2, 3] and s.bare is None
+        assert sorted({x for x, _, _ in spans(list(s.interval))}) == [1, 2, 3]
+        assert any(a.get_gid().endswith("-offscale") for a in s.interval)
+    leg, s = draw([True, flag, None])
+    assert list(s.points.get_xdata()) == [1, 3] and list(s.bare.get_xdata()) == [2]
+    assert sorted({x for x, _, _ in spans(list(s.interval))}) == [1, 3]  # no bar at 2 …
+    assert not any(a.get_gid().endswith("-offscale") for a in s.interval)  # … nor a caret
+    assert s.bare.get_markerfacecolor() != s.bare.get_markeredgecolor()  # open
+    assert [t.get_text() for t in leg.get_texts()] == [intervals.UNCONVERGED_LABEL]
+
+
+def test_the_open_marker_says_which_points_it_stands_for() -> None:
+    from lbrepro.plotting.style import new_figure
+
+    def label(low: list[Any], converged: list[Any] | None) -> list[str]:
+        _, axes = new_figure()
+        intervals.simulated(axes[0][0], [1, 2], [1.0, 2.0], low, [1.1, 2.2], converged=converged)
+        return [t.get_text() for t in intervals.legend(axes[0][0]).get_texts()]
+
+    assert label([0.9, 1.8], [True, True]) == []
+    assert label([0.9, None], None) == [intervals.BARE_LABEL]
+    assert label([0.9, None], [True, True]) == [intervals.BARE_LABEL]
+    assert label([0.9, 1.8], [True, False]) == [intervals.UNCONVERGED_LABEL]
+    assert label([None, 1.8], [True, False]) == [intervals.BARE_BOTH_LABEL]
+    assert intervals.converged_all(True, None) is True
+    assert intervals.converged_all(True, False) is False
+    assert intervals.converged_all(None, None) is None

@@ -4,7 +4,10 @@ Every simulated series of every figure is drawn by :func:`simulated`: its points
 point with a finite interval, that interval — error bars with caps wider than the (hollow)
 markers, so that an interval shorter than a marker still shows, or a shaded band for a dense
 series. A point without a finite interval (a run too short to give one) is drawn as an open
-marker of its own and gets no invented bar; :func:`legend` then explains the open marker.
+marker of its own and gets no invented bar; so is a point whose row says ``converged = False``
+(its run ended with correlated batch means or too few relaxation times: the fallback interval
+it carries is not a 95% CI, see docs/methods.md "Confidence intervals"), whatever that interval.
+:func:`legend` then explains the open marker.
 
 What is drawn is tagged with matplotlib group ids, which tests read from the figure object
 (tests/test_figures.py) and which name the SVG groups:
@@ -12,7 +15,8 @@ What is drawn is tagged with matplotlib group ids, which tests read from the fig
 * ``lbrepro-sim-<n>``: the points that have an interval (a ``Line2D``);
 * ``lbrepro-ci-<n>-bars`` / ``lbrepro-ci-<n>-caps`` / ``lbrepro-ci-<n>-band``: their interval
   (a ``LineCollection`` of bars, the cap markers, or a ``PolyCollection``);
-* ``lbrepro-bare-<n>``: the points without an interval (open markers).
+* ``lbrepro-bare-<n>``: the points without an interval (open markers): no finite interval, or
+  a run not converged.
 
 ``<n>`` counts the simulated series of one figure, so the ids are the same run after run.
 
@@ -38,8 +42,11 @@ MARKER_SIZE = 4.0
 CAP_SIZE = 3.0
 BAR_WIDTH = 1.0
 BAND_ALPHA = 0.22
-#: The label :func:`legend` adds when a figure has points without an interval.
+#: The label :func:`legend` adds when a figure has points without an interval: none finite,
+#: from runs not converged, or both.
 BARE_LABEL = "open marker: no 95% CI (run too short)"
+UNCONVERGED_LABEL = "open: run not converged (no CI)"
+BARE_BOTH_LABEL = "open: no CI (run too short or not converged)"
 
 
 @dataclass(frozen=True)
@@ -57,6 +64,23 @@ def _floats(values: Iterable[Any] | None, n: int) -> np.ndarray:
     if values is None:
         return np.full(n, np.nan)
     return np.array([np.nan if v is None else float(v) for v in values], dtype=float)
+
+
+def not_converged(flag: Any) -> bool:
+    """Whether a row's ``converged`` cell says the run did not converge: exactly False (a bool
+    or NumPy bool, as :func:`lbrepro.core.io.read_table` gives it) or its text "False"; None
+    (an exact row, or no flag) and everything else do not."""
+    if isinstance(flag, (bool, np.bool_)):
+        return not flag
+    return isinstance(flag, str) and flag.strip().lower() == "false"
+
+
+def converged_all(*flags: Any) -> bool | None:
+    """The flag of a point derived from several rows: False when any of theirs is
+    (:func:`not_converged`), else True when any row has a flag, else None."""
+    if any(not_converged(f) for f in flags):
+        return False
+    return True if any(f is not None for f in flags) else None
 
 
 def _next_index(fig: Any) -> int:
@@ -81,6 +105,7 @@ def simulated(
     band: bool = False,
     clip: tuple[float, float] | None = None,
     zorder: float = 3.0,
+    converged: Sequence[Any] | None = None,
 ) -> SimSeries:
     """Draw a simulated series ``y`` against ``x`` with its interval [``low``, ``high``].
 
@@ -88,17 +113,32 @@ def simulated(
     resolved points of a band still get bars. ``ls`` joins the points (default: none). Points
     with a non-finite ``x`` or ``y`` are not drawn (nor, on a log axis, a ``y`` ≤ 0: the caller
     says elsewhere what it left out). Points whose interval is not finite are drawn as open
-    markers without a bar. Ends beyond ``clip = (bottom, top)`` (infinite ones included) are
-    drawn to it and end in a caret, as are, on a log y axis (set the scale first), lower ends
-    ≤ 0: down to ``bottom``, or without ``clip`` to a tenth of the point.
+    markers without a bar. ``converged`` holds the rows' flags, one a point (for a point derived
+    from several rows, :func:`converged_all` of theirs): where one is False
+    (:func:`not_converged`) the point's interval is a run's untrusted fallback, and the point is
+    drawn like one without an interval — an open marker, no bar, no caret; None entries (exact
+    rows, no flag) and ``converged=None`` change nothing. Ends beyond ``clip = (bottom, top)``
+    (infinite ones included) are drawn to it and end in a caret, as are, on a log y axis (set
+    the scale first), lower ends ≤ 0: down to ``bottom``, or without ``clip`` to a tenth of the
+    point.
     """
     x_ = _floats(x, len(x))
     y_ = _floats(y, len(x))
     lo = _floats(low, len(x))
     hi = _floats(high, len(x))
+    if converged is not None:
+        flags = list(converged)
+        if len(flags) != len(x_):
+            raise ValueError(f"simulated: {len(flags)} converged flags for {len(x_)} points")
+        untrusted = np.array([not_converged(f) for f in flags], dtype=bool)
+    else:
+        untrusted = np.zeros(len(x_), dtype=bool)
+    lo[untrusted] = np.nan  # a fallback interval is not drawn as a 95% CI
+    hi[untrusted] = np.nan
     log = ax.get_yscale() == "log"
     shown = np.isfinite(x_) & np.isfinite(y_) & ((y_ > 0) if log else True)
     x_, y_, lo, hi = x_[shown], y_[shown], lo[shown], hi[shown]
+    untrusted = untrusted[shown]
     index = _next_index(ax.figure)
     # An interval holds its point; a derived series whose rounding breaks that by a hair is
     # widened to it rather than drawn with a negative bar.
@@ -183,6 +223,10 @@ def simulated(
     points.set_gid(f"{SIM_GID}-{index}")
     bare = None
     if not has.all():
+        kinds = getattr(ax.figure, "_lbrepro_bare_kinds", frozenset())
+        kinds |= {"unconverged"} if (~has & untrusted).any() else set()
+        kinds |= {"short"} if (~has & ~untrusted).any() else set()
+        ax.figure._lbrepro_bare_kinds = frozenset(kinds)
         (bare,) = ax.plot(
             x_[~has],
             y_[~has],
@@ -256,6 +300,15 @@ def sim_handle(label: str = "simulation (95% CI)", color: Any = "k") -> Any:
                   label=label)  # fmt: skip
 
 
+def bare_label(fig: Any) -> str:
+    """What the open marker means in ``fig``: no finite interval, a run not converged, or both
+    (as :func:`simulated` recorded)."""
+    kinds = getattr(fig, "_lbrepro_bare_kinds", set())
+    if "unconverged" not in kinds:
+        return BARE_LABEL
+    return BARE_BOTH_LABEL if "short" in kinds else UNCONVERGED_LABEL
+
+
 def bare_handle() -> Any:
     """A legend handle for the open marker of a point without an interval."""
     from matplotlib.lines import Line2D
@@ -278,7 +331,8 @@ def legend(
     ``target`` is an Axes (the legend goes right of it) or a Figure (``where="below"``: under
     all panels, ``"right"``: right of them; in fewer than ``ncols`` columns when that is
     what fits the figure's width); constrained layout makes room. When
-    the figure has points without an interval, an entry explaining the open marker is added.
+    the figure has points without an interval, an entry explaining the open marker (no finite
+    interval, or a run not converged: :func:`bare_label`) is added.
     """
     from matplotlib.figure import FigureBase
 
@@ -299,7 +353,7 @@ def legend(
     if _has_bare(fig) and not getattr(fig, "_lbrepro_bare_explained", False):
         fig._lbrepro_bare_explained = True
         handles.append(bare_handle())
-        labels.append(BARE_LABEL)
+        labels.append(bare_label(fig))
     kw: dict[str, Any] = {"ncols": ncols, "title": title}
     if fontsize is not None:
         kw["fontsize"] = fontsize

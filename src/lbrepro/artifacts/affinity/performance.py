@@ -340,6 +340,7 @@ def plot_panels(rows: Rows, cfg: Mapping[str, Any], groups: tuple, ymax: float) 
                     [r.get("ci_low") for r in sim],
                     [r.get("ci_high") for r in sim],
                     color=color(c),
+                    converged=[r.get("converged") for r in sim],
                 )
         ax.add_line(sim_handle(f"simulation, N = {cfg['N']} (95% CI)"))
         ax.set(

@@ -414,7 +414,8 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Figure:
                 top = max(est, key=lambda r: r["N"])
                 edge = max((r["t"] for r in sim), default=0.0) * 1.05
                 simulated(ax, [edge], [top["value"]], [top.get("ci_low")],
-                          [top.get("ci_high")], color=color(c), marker="D")  # fmt: skip
+                          [top.get("ci_high")], color=color(c), marker="D",
+                          converged=[top.get("converged")])  # fmt: skip
         ax.set(
             xlabel="time (mean type-I service times)",
             ylabel="fraction of servers",

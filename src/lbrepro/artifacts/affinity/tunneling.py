@@ -322,6 +322,7 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Figure:
             color=color(c),
             ls="-",
             label=f"{state} (95% CI)",
+            converged=[r.get("converged") for r in res],
         )
     ex = sorted(select(rows, quantity="exit_time"), key=lambda r: r["N"])
     if ex:
@@ -335,6 +336,7 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Figure:
             marker="s",
             ls="-",
             label="no-queueing: first exit from empty (95% CI)",
+            converged=[r.get("converged") for r in ex],
         )
     ax_res.set(
         xlabel="N (servers)",

@@ -218,6 +218,7 @@ def plot(rows: Rows, cfg: Mapping[str, Any]):
             [s.get("ci_high") for s in sim],
             color=c,
             label=f"{label}: simulation",
+            converged=[s.get("converged") for s in sim],
         )
         # (published − sim)/sim falls as sim grows: its interval comes from the CI's ends.
         simulated(
@@ -229,6 +230,7 @@ def plot(rows: Rows, cfg: Mapping[str, Any]):
             color=c,
             ls="-",
             label=f"{label}: published − sim",
+            converged=[s.get("converged") for s in sim],
         )
     ax.set(
         xlabel="ρ (load)", ylabel="E[T] (mean service times)", title=f"Mean sojourn time, d = {d}"

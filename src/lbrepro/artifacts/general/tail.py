@@ -316,6 +316,7 @@ def plot(rows: Rows, cfg: Mapping[str, Any]):
             color=c,
             label=tag,
             clip=(TAIL_FLOOR, 1.5),
+            converged=[r.get("converged") for r in pos],
         )
         cfp = [r for r in cf if r["value"] > 1e-12 and r["k"] >= 1]
         ax.plot([r["k"] for r in cfp], [r["value"] for r in cfp], color=c, lw=0.9,
@@ -325,22 +326,22 @@ def plot(rows: Rows, cfg: Mapping[str, Any]):
             mf = sorted((r for r in mf if r["k"] >= 1), key=lambda r: r["k"])
             ax.plot([r["k"] for r in mf], [r["value"] for r in mf], color=c, lw=0.9,
                     **METHOD_STYLE["mf"] | {"label": None})  # fmt: skip
+        imaged = [r for r in pos if r["value"] < 1]
         ll = [
             (r["k"], *loglog_interval(r["value"], r.get("ci_low"), r.get("ci_high")))
-            for r in pos
-            if r["value"] < 1
+            for r in imaged
         ]
         if ll:
-            lls.append((c, tag, ll))
+            lls.append((c, tag, ll, [r.get("converged") for r in imaged]))
     # log(−log u) is unbounded where an interval leaves (0, 1): those ends run to the panel's
     # edge, a little beyond the points (the guide stops there too, not to squash the data).
-    values = [g for _, _, ll in lls for _, g, _, _ in ll]
+    values = [g for _, _, ll, _ in lls for _, g, _, _ in ll]
     bottom = min(values, default=-2.0) - 1.0
     top = max(values, default=3.0) + 1.0
-    for c, tag, ll in lls:
+    for c, tag, ll, flags in lls:
         ks, g, g_lo, g_hi = zip(*ll, strict=True)
         simulated(ax_ll, ks, g, g_lo, g_hi, color=c, label=tag, ls="-", lw=0.8,
-                  clip=(bottom, top))  # fmt: skip
+                  clip=(bottom, top), converged=flags)  # fmt: skip
     ks = np.arange(1, cfg["kmax"] + 1)
     guide = math.log(-math.log(rho)) + (ks - 1) * math.log(d)
     ax_ll.plot(

@@ -215,6 +215,7 @@ def plot(rows: Rows, cfg: Mapping[str, Any]):
                 ls="-",
                 lw=0.8,
                 label=f"types {a + 1}–{b + 1}" + (" (same)" if a == b else ""),
+                converged=[r.get("converged") for r in pts],
             )
         Ns = np.array(sorted(cfg["N"]), dtype=float)
         ax.plot(Ns, Ns[0] / Ns * 0.1, color="0.5", ls="-.", lw=0.8, label="∝ 1/N")

@@ -433,6 +433,7 @@ def plot(rows: Rows, cfg: Mapping[str, Any]):
                 [r.get("ci_low") for r in sim],
                 [r.get("ci_high") for r in sim],
                 color=POLICY_STYLE[policy]["color"],
+                converged=[r.get("converged") for r in sim],
             )
         ax.set(xlabel="load ρ = λ/(μΣγC)", ylabel="E[T] (mean service times)", title=name)
     handles, labels = flat[0].get_legend_handles_labels()

@@ -457,6 +457,7 @@ def _plot_stability_sim(ax: Any, rows: Rows, cfg: Mapping[str, Any]) -> None:
                     color=color(4 + i),
                     ls="-",
                     label=f"{name}, λ = {side:g}·λ* (95% CI)",
+                    converged=[r.get("converged") for r in runs],
                 )
             else:
                 ax.plot(
@@ -465,7 +466,7 @@ def _plot_stability_sim(ax: Any, rows: Rows, cfg: Mapping[str, Any]) -> None:
     ax.set(
         yscale="log",
         xlabel="horizon H (mean service times)",
-        ylabel="mean jobs per server over [warmup, H]",
+        ylabel="mean jobs per server\nover [warmup, H]",
         title=f"SQ(d) on the whole system, N = {cfg['N']}",
     )
 

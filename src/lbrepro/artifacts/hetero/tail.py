@@ -340,6 +340,7 @@ def plot(rows: Rows, cfg: Mapping[str, Any]):
                     [r.get("ci_high") for r in sim],
                     color=color(j),
                     clip=(TAIL_FLOOR, 3.0),
+                    converged=[r.get("converged") for r in sim],
                 )
             caps = ", ".join(capacity)
             # For comparison, the geometric tail ρ^n of random routing ∝ capacity (exact: every

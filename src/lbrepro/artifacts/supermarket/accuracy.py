@@ -317,6 +317,7 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Any:
             [r.get("ci_high") for r in sim],
             color=c,
             label=f"ρ={rho:g}, d={d}: simulation",
+            converged=[r.get("converged") for r in sim],
         )
         ax_val.axhline(mf, color=c, **METHOD_STYLE["mf"] | {"label": None})
         ax_val.plot(Ngrid, mf + coef / Ngrid, color=c, **METHOD_STYLE["rmf"] | {"label": None})
@@ -340,6 +341,7 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Any:
                 [abs(e) + h for _, e, h in errs],
                 color=c,
                 marker=marker,
+                converged=[r.get("converged") for r in sim],  # errs run over sim, by N
             )
     n0 = min(cfg["N"])
     ax_err.plot(Ngrid, 1.0 * n0 / Ngrid, color="0.5", lw=0.8, ls="-.", label="∝ 1/N")

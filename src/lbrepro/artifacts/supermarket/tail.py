@@ -358,6 +358,7 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Any:
                 [r.get("ci_high") for r in pos],
                 color=c,
                 clip=(1e-7, 1.5),
+                converged=[r.get("converged") for r in pos],
             )
             rmf = [
                 r for r in select(rows, method="rmf", quantity="u", rho=rho, d=d) if r["k"] in ks
@@ -381,19 +382,19 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Any:
                             color=c,
                             **METHOD_STYLE[method] | {"label": None},
                         )
+                imaged = [r for r in pos if r["k"] >= 1 and r["value"] < 1]
                 ll = [
                     (r["k"], *loglog_interval(r["value"], r.get("ci_low"), r.get("ci_high")))
-                    for r in pos
-                    if r["k"] >= 1 and r["value"] < 1
+                    for r in imaged
                 ]
                 if ll:
-                    lls.append((c, ll))
+                    lls.append((c, ll, [r.get("converged") for r in imaged]))
         # log(−log u) is unbounded where an interval leaves (0, 1): such ends run to the edge.
         values = [g for line in ax_ll.get_lines() for g in line.get_ydata()]
-        values += [g for _, ll in lls for _, g, _, _ in ll]
+        values += [g for _, ll, _ in lls for _, g, _, _ in ll]
         bottom, top = min(values, default=-2.0) - 0.5, max(values, default=3.0) + 0.5
-        for c, ll in lls:
-            simulated(ax_ll, *zip(*ll, strict=True), color=c, clip=(bottom, top))
+        for c, ll, flags in lls:
+            simulated(ax_ll, *zip(*ll, strict=True), color=c, clip=(bottom, top), converged=flags)
         lls.clear()
         ax_tail.set(
             xlabel="k (jobs)",

@@ -365,6 +365,7 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Any:
                 ls="-",
                 lw=0.8,
                 label=model.family_label(family),
+                converged=[r.get("converged") for r in sim],
             )
     for ax, q, name in ((ax_idle, "idle", "E[(N − Q₁)/√N]"), (ax_q2, "q2", "E[Q₂/√N]")):
         value, half = _sde_limit(rows, q)
@@ -373,7 +374,6 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Any:
         ax.set(
             xscale="log", xlabel="N (servers)", ylabel=name, title=f"{name}, β = {cfg['beta']:g}"
         )
-    legend(fig, where="below", ncols=3)
     # Step-size convergence of the SDE: E[X2] at each dt and the extrapolation to dt = 0.
     sde = sorted(select(rows, method="sde", quantity="q2"), key=lambda r: r["dt"])
     simulated(
@@ -385,6 +385,7 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Any:
         color="k",
         ls=":",
         lw=0.8,
+        converged=[r.get("converged") for r in sde],
     )
     ax_dt.set(
         xlabel="Euler step dt",
@@ -398,6 +399,7 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Any:
         textcoords="offset points",
         xytext=(8, -12),
     )
+    legend(fig, where="below", ncols=3)  # last: it explains any open marker of every panel
     return fig
 
 

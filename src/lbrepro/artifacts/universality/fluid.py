@@ -354,6 +354,7 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Any:
             clip=(Q2_FLOOR, 1.2),
             label=model.family_label(family)
             + (" (control)" if family == str(_control_d(Ns)) else ""),
+            converged=[r.get("converged") for r in sim],
         )
         ax.plot(
             [r["N"] for r in mf],

@@ -212,6 +212,7 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Any:
             ls="-",
             lw=0.8,
             label=f"simulation, N = {cfg['N']} (95% CI)",
+            converged=[r.get("converged") for r in sims],
         )
         ax.set(
             xscale="log",

@@ -139,6 +139,7 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Figure:
                             for key in ("value", "ci_low", "ci_high")
                         ),
                         color=color(k),
+                        converged=[s.get("converged") for s in sims],
                     )
             ax.axhline(0.0, color="k", lw=0.8, label="optimal (RVI)")
             ax.set(
