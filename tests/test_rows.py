@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
+import numpy as np
 import pytest
 
 from lbrepro.core.io import write_table
@@ -100,3 +101,18 @@ def test_an_infinite_value_survives_collection(tmp_path):
     again = second.read_text().splitlines()
     cells = dict(zip(again[0].split(","), again[1].split(","), strict=True))
     assert (cells["value"], cells["low"], cells["nan"], cells["x"]) == ("inf", "-inf", "", "1.5")
+
+
+def test_a_summary_shows_no_interval_for_a_run_not_converged():
+    """Summary cells: value [low, high] (or ± half-width) for a converged run; the value alone,
+    saying why, for one whose interval is the untrusted fallback."""
+    from lbrepro.core.rows import NO_CI, interval_text, not_converged, pm_text
+
+    row = {"value": 1.25, "ci_low": 1.0, "ci_high": 1.5, "converged": True}
+    assert interval_text(row, ".2f") == "1.25 [1.00, 1.50]"
+    assert pm_text(row, ".2f") == "1.25 ± 0.2"
+    for flag in (False, "False", np.False_):
+        bad = row | {"converged": flag}
+        assert not_converged(flag)
+        assert interval_text(bad, ".2f") == pm_text(bad, ".2f") == f"1.25 ({NO_CI})"
+    assert not not_converged(None) and not not_converged(True) and not not_converged(0)

@@ -17,6 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from lbrepro.core.errors import LbreproError
 from lbrepro.core.stats import Estimate
 
@@ -87,6 +89,36 @@ def estimate_row(est: Estimate, *, N: int | None = None, seed: Any = None) -> di
     if est.looks > 1:
         row["looks"] = int(est.looks)
     return row
+
+
+def not_converged(flag: Any) -> bool:
+    """Whether a row's ``converged`` cell says the run did not converge: exactly False (a bool
+    or NumPy bool, as :func:`lbrepro.core.io.read_table` gives it) or its text "False"; None
+    (an exact row, or no flag) and everything else do not. Such a row's interval is the
+    fallback's, not a trusted 95% interval: figures and summaries do not show it."""
+    if isinstance(flag, bool | np.bool_):
+        return not flag
+    return isinstance(flag, str) and flag.strip().lower() == "false"
+
+
+#: What a summary cell says instead of an interval that cannot be trusted.
+NO_CI = "not converged: no CI"
+
+
+def interval_text(row: Mapping[str, Any], spec: str = ".4f") -> str:
+    """An estimate and its 95% interval for a summary cell, ``value [low, high]``; a row of a
+    run that did not converge shows its value alone, saying why (:func:`not_converged`)."""
+    if not_converged(row.get("converged")):
+        return f"{row['value']:{spec}} ({NO_CI})"
+    return f"{row['value']:{spec}} [{row['ci_low']:{spec}}, {row['ci_high']:{spec}}]"
+
+
+def pm_text(row: Mapping[str, Any], spec: str = ".4f", half_spec: str = ".1g") -> str:
+    """``value ± half-width`` of an estimate for a summary cell; the value alone, saying why,
+    for a run that did not converge."""
+    if not_converged(row.get("converged")):
+        return f"{row['value']:{spec}} ({NO_CI})"
+    return f"{row['value']:{spec}} ± {(row['ci_high'] - row['ci_low']) / 2:{half_spec}}"
 
 
 def _empty(cell: Any) -> bool:

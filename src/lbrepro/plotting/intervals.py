@@ -33,6 +33,8 @@ from typing import Any
 
 import numpy as np
 
+from lbrepro.core.rows import not_converged
+
 SIM_GID = "lbrepro-sim"
 CI_GID = "lbrepro-ci"
 BARE_GID = "lbrepro-bare"
@@ -64,15 +66,6 @@ def _floats(values: Iterable[Any] | None, n: int) -> np.ndarray:
     if values is None:
         return np.full(n, np.nan)
     return np.array([np.nan if v is None else float(v) for v in values], dtype=float)
-
-
-def not_converged(flag: Any) -> bool:
-    """Whether a row's ``converged`` cell says the run did not converge: exactly False (a bool
-    or NumPy bool, as :func:`lbrepro.core.io.read_table` gives it) or its text "False"; None
-    (an exact row, or no flag) and everything else do not."""
-    if isinstance(flag, (bool, np.bool_)):
-        return not flag
-    return isinstance(flag, str) and flag.strip().lower() == "false"
 
 
 def converged_all(*flags: Any) -> bool | None:

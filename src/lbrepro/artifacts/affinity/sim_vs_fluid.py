@@ -28,6 +28,7 @@ from lbrepro.core.claims import Claim, close, consistency, diagnostic, make_clai
 from lbrepro.core.errors import ConfigError
 from lbrepro.core.ids import add_point
 from lbrepro.core.io import select
+from lbrepro.core.rows import interval_text
 from lbrepro.core.stats import batch_means_ci
 from lbrepro.core.verdicts import (
     EmptyComparisonError,
@@ -447,8 +448,7 @@ def summary(rows: Rows) -> Rows:
                     "d1": r["d1"],
                     "start": r["start"],
                     "cell": f"x[{r['i']},{r['j']}]",
-                    "simulation (95% CI)": f"{r['value']:.4f} [{r['ci_low']:.4f}, "
-                    f"{r['ci_high']:.4f}]",
+                    "simulation (95% CI)": interval_text(r),
                     "fluid fixed point": f"{fp['value']:.4f}",
                     "fixed point": fp["kind"],
                 }

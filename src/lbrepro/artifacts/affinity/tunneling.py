@@ -17,6 +17,7 @@ from lbrepro.artifacts.registry import Artifact, Rows
 from lbrepro.core.claims import Claim, make_claim
 from lbrepro.core.ids import add_point
 from lbrepro.core.io import select
+from lbrepro.core.rows import NO_CI, not_converged
 from lbrepro.core.stats import t_quantile
 from lbrepro.core.verdicts import EmptyComparisonError, Verdict
 from lbrepro.models import affinity as model
@@ -350,7 +351,10 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Figure:
 
 
 def _ci_text(r: Mapping[str, Any]) -> str:
-    """An estimate and its 95% interval as text (n/a where missing)."""
+    """An estimate and its 95% interval as text (n/a where missing; the value alone for a run
+    that did not converge, whose interval is not trusted)."""
+    if not_converged(r.get("converged")):
+        return f"{format_or_na(r['value'], '.4g')} ({NO_CI})"
     low, high = format_or_na(r["ci_low"], ".4g"), format_or_na(r["ci_high"], ".4g")
     return f"{format_or_na(r['value'], '.4g')} [{low}, {high}]"
 

@@ -28,6 +28,7 @@ from lbrepro.artifacts.general.point_runs import (
 from lbrepro.artifacts.registry import Artifact, Rows
 from lbrepro.core.claims import Claim, close, make_claim
 from lbrepro.core.io import select
+from lbrepro.core.rows import interval_text
 from lbrepro.core.verdicts import AGREEMENT, EmptyComparisonError
 from lbrepro.judging.neighbours import neighbour_load
 from lbrepro.models import general as model
@@ -266,7 +267,7 @@ def summary(rows: Rows) -> Rows:
                 "ρ": s["rho"],
                 "published T_d": f"{cf:.4f}",
                 "exact mean field": f"{mf['value']:.4f}" if mf else "—",
-                "simulation (95% CI)": f"{s['value']:.4f} [{s['ci_low']:.4f}, {s['ci_high']:.4f}]",
+                "simulation (95% CI)": interval_text(s),
                 "published error": f"{100 * (cf - s['value']) / s['value']:+.1f}%",
             }
         )

@@ -24,6 +24,7 @@ from lbrepro.artifacts.registry import Artifact, Rows
 from lbrepro.core.claims import Claim, make_claim
 from lbrepro.core.ids import add_point, num
 from lbrepro.core.io import select
+from lbrepro.core.rows import pm_text
 from lbrepro.core.stats import Estimate
 from lbrepro.core.verdicts import (
     AGREEMENT,
@@ -281,7 +282,7 @@ def summary(rows: Rows) -> Rows:
                 "policy": POLICY_LABELS[s["policy"]],
                 "ρ": s["rho"],
                 "N": s["N"],
-                "E[T] simulation": f"{s['value']:.4f} ± {(s['ci_high'] - s['ci_low']) / 2:.1g}",
+                "E[T] simulation": pm_text(s),
                 "MF rel. error": f"{100 * (mf - s['value']) / s['value']:+.2f}%",
                 "RMF rel. error": f"{100 * (rmf - s['value']) / s['value']:+.2f}%",
             }

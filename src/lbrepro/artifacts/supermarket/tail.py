@@ -27,7 +27,7 @@ from lbrepro.core.args import check_warmup
 from lbrepro.core.claims import Claim, diagnostic, make_claim
 from lbrepro.core.ids import add_point, num
 from lbrepro.core.io import select
-from lbrepro.core.rows import estimate_row
+from lbrepro.core.rows import estimate_row, interval_text
 from lbrepro.core.stats import Estimate
 from lbrepro.core.verdicts import AGREEMENT, EmptyComparisonError, Verdict, agrees, estimate
 from lbrepro.judging.neighbours import NEIGHBOUR, neighbour_load
@@ -431,7 +431,7 @@ def summary(rows: Rows) -> Rows:
                 "d": d,
                 "N": r["N"],
                 "E[jobs/server] closed form": f"{cf:.5f}",
-                "simulation (95% CI)": f"{r['value']:.5f} [{r['ci_low']:.5f}, {r['ci_high']:.5f}]",
+                "simulation (95% CI)": interval_text(r, ".5f"),
                 "events simulated": f"{r['events']:.3g}",
             }
         )

@@ -35,7 +35,7 @@ from lbrepro.core.claims import Claim, diagnostic, make_claim
 from lbrepro.core.errors import ConfigError
 from lbrepro.core.ids import add_point
 from lbrepro.core.io import select
-from lbrepro.core.rows import estimate_row
+from lbrepro.core.rows import estimate_row, pm_text
 from lbrepro.core.stats import Estimate
 from lbrepro.core.verdicts import AGREEMENT, EmptyComparisonError, Verdict, agrees, estimate
 from lbrepro.models import universality as model
@@ -416,17 +416,12 @@ def summary(rows: Rows) -> Rows:
                 "d(N)": model.family_label(str(r["family"])),
                 "N": r["N"],
                 "d": r["d"],
-                "E[(N−Q₁)/√N]": (
-                    f"{idle['value']:.4f} ± {(idle['ci_high'] - idle['ci_low']) / 2:.1g}"
-                ),
-                "E[Q₂/√N]": f"{r['value']:.4f} ± {(r['ci_high'] - r['ci_low']) / 2:.1g}",
+                "E[(N−Q₁)/√N]": pm_text(idle),
+                "E[Q₂/√N]": pm_text(r),
             }
         )
     for dt in sorted({r["dt"] for r in select(rows, method="sde")}, reverse=True):
-        cells = {
-            r["quantity"]: f"{r['value']:.4f} ± {(r['ci_high'] - r['ci_low']) / 2:.1g}"
-            for r in select(rows, method="sde", dt=dt)
-        }
+        cells = {r["quantity"]: pm_text(r) for r in select(rows, method="sde", dt=dt)}
         label = f"SDE, dt = {dt:g}" if dt > 0 else "SDE, extrapolated to dt → 0"
         out.append(
             {

@@ -27,6 +27,7 @@ from lbrepro.core.claims import Claim, diagnostic, make_claim
 from lbrepro.core.errors import ConfigError
 from lbrepro.core.ids import add_point
 from lbrepro.core.io import select
+from lbrepro.core.rows import pm_text
 from lbrepro.core.verdicts import (
     EmptyComparisonError,
     Verdict,
@@ -233,8 +234,8 @@ def summary(rows: Rows) -> Rows:
             {
                 "d(N)": model.family_label(str(r["family"])),
                 "samples per job": r["d"],
-                "E[T]": f"{r['value']:.4f} ± {(r['ci_high'] - r['ci_low']) / 2:.1g}",
-                "P(wait > 0)": f"{pw['value']:.4g} ± {(pw['ci_high'] - pw['ci_low']) / 2:.1g}",
+                "E[T]": pm_text(r),
+                "P(wait > 0)": pm_text(pw, ".4g"),
             }
         )
     return out
