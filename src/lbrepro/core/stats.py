@@ -529,8 +529,9 @@ def fallback_batching(
     or a finer one) also has an underestimated variance, so trusting only such runs selects
     the ones that undercover (on AR(1) series of 13 correlation times, trusting runs whose
     predicted lag-1 was <= 0.5 gave 89% coverage, <= 0.3 gave 74%). What such a run needs is
-    a longer run (``simulation.extend``, the horizon). The wider interval is what tables and
-    figures show for it. Coverage on known answers: ``bench/bench_coverage.py``.
+    a longer run (``simulation.extend``, the horizon). The wider interval is what the table
+    holds for it, beside ``converged = False``; figures and summaries do not show it
+    (``lbrepro.core.rows.not_converged``). Coverage on known answers: ``bench/bench_coverage.py``.
     """
     x = np.asarray(main, dtype=float)
     k = min(groups, batching.batches // 2)
