@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import numbers
 import operator
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -13,6 +14,7 @@ import numpy as np
 from lbrepro.core.errors import ConfigError
 
 __all__ = [
+    "RUN_KEYS",
     "check_stable_load",
     "check_warmup",
     "float_arg",
@@ -20,6 +22,7 @@ __all__ = [
     "int_arg",
     "positive_arg",
     "run_length",
+    "run_options",
     "sampled_servers",
 ]
 
@@ -99,6 +102,17 @@ def run_length(horizon: Any, warmup: Any, batches: Any) -> tuple[float, float, i
     if horizon <= warmup:
         raise ConfigError("horizon", f"must exceed warmup = {warmup}, got {horizon}")
     return horizon, warmup, int_arg("batches", batches, 2)
+
+
+#: The keys of one simulation run in a point's parameters: what every simulator takes besides
+#: its model's own (the seed is the point's stream, not a parameter).
+RUN_KEYS = ("N", "horizon", "warmup", "batches")
+
+
+def run_options(p: Mapping[str, Any], seed: Any) -> dict[str, Any]:
+    """The run options of point ``p`` as a simulator's keyword arguments: :data:`RUN_KEYS` and
+    the point's ``seed``."""
+    return {k: p[k] for k in RUN_KEYS} | {"seed": seed}
 
 
 def check_stable_load(key: str, load: float, capacity: float = 1.0) -> None:

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from lbrepro.core import footprint
-from lbrepro.core.args import check_stable_load, run_length
+from lbrepro.core.args import check_stable_load, run_length, run_options
 from lbrepro.core.errors import ConfigError
 from lbrepro.core.packing import queue_simulation_seconds, simulation_seconds
 from lbrepro.models import hetero as model
@@ -99,11 +99,7 @@ def simulate_point(
     return model.simulate(
         system,
         p["rho"] * system.total_capacity,
-        N=p["N"],
-        horizon=p["horizon"],
-        warmup=p["warmup"],
-        seed=seed,
-        batches=p["batches"],
+        **run_options(p, seed),
         **{"policy": p["policy"]} | kw,
     )
 

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from lbrepro.core import footprint
-from lbrepro.core.args import check_stable_load
+from lbrepro.core.args import check_stable_load, run_options
 from lbrepro.core.packing import queue_simulation_seconds
 from lbrepro.core.rows import estimate_row
 from lbrepro.models import supermarket as model
@@ -71,11 +71,7 @@ def simulate_point(
     return model.simulate(
         lam=arrival_rate(p["rho"]),
         d=p["d"],
-        N=p["N"],
-        horizon=p["horizon"],
-        warmup=p["warmup"],
-        seed=seed,
-        batches=p["batches"],
+        **run_options(p, seed),
         replace=p["replace"],
         needed=needed,
     )

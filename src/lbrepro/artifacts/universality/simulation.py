@@ -11,6 +11,7 @@ import numpy as np
 
 from lbrepro.artifacts.registry import Rows
 from lbrepro.core import footprint
+from lbrepro.core.args import run_options
 from lbrepro.core.packing import queue_simulation_seconds, simulation_seconds
 from lbrepro.core.rows import estimate_row
 from lbrepro.models import universality as model
@@ -79,12 +80,8 @@ def simulate_point(
     ``lam`` per server, for its horizon, warm-up and batches (``options``: the start)."""
     return model.simulate(
         lam=lam,
-        N=p["N"],
         d=d,
-        horizon=p["horizon"],
-        warmup=p["warmup"],
-        seed=seed,
-        batches=p["batches"],
+        **run_options(p, seed),
         **options,
     )
 
