@@ -342,3 +342,21 @@ def test_sequential_doubling_decides_what_more_data_can_decide() -> None:
     a tenth at the end."""
     _, _, first, last = _sequential(0.5, NOT_REPRODUCED, seed=20261204)
     assert first > 0.2 and last < 0.1, (first, last)
+
+
+def test_a_run_asks_for_the_nearest_length_that_decides_one_of_its_claims():
+    """length_to_decide: the smallest factor among the undecided verdicts (1 when all are
+    decided), so a claim one doubling decides is not left undecided beside a claim that needs
+    more than the doublings left."""
+    from lbrepro.core.verdicts import length_to_decide
+
+    def verdict(outcome: str, factor: float) -> Verdict:
+        return Verdict(outcome, 0.0, "", "", length_needed=factor)
+
+    decided = verdict(REPRODUCED, 1.0)
+    near, far = verdict(UNDECIDED, 1.3), verdict(UNDECIDED, 18.0)
+    assert length_to_decide([decided, near, far]) == 1.3
+    assert length_to_decide([decided, far]) == 18.0
+    assert length_to_decide([decided]) == 1.0
+    assert length_to_decide([]) == 1.0
+    assert length_to_decide([verdict(UNDECIDED, math.inf), near]) == 1.3

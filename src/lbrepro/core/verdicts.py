@@ -278,6 +278,17 @@ def decide(
     return v.invalidated(invalid) if invalid else v
 
 
+def length_to_decide(verdicts: Sequence[Verdict]) -> float:
+    """The run-length factor a run serving ``verdicts`` asks for, to be doubled until decided
+    (:func:`lbrepro.sim.runlength.run_micro_batches`): the smallest factor that decides one of
+    its undecided verdicts (1: all are decided). The nearest, not the farthest: a claim one
+    doubling would decide is not left undecided because another on the same run needs more
+    than the doublings left (that one says what precision would decide it); each doubling is
+    then a look for every verdict on the run."""
+    pending = [v.length_needed for v in verdicts if v.length_needed > 1.0]
+    return min(pending, default=1.0)
+
+
 def _length_needed(needed: Sequence[Component], quantifier: str) -> float:
     """The run-length factor that would decide an undecided claim, if its estimates stayed
     put: each open component needs its half-width below its gap to the threshold, and a

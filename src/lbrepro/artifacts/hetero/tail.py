@@ -35,7 +35,7 @@ from lbrepro.artifacts.registry import Artifact, Rows
 from lbrepro.core.claims import Claim, make_claim
 from lbrepro.core.io import select
 from lbrepro.core.rows import estimate_row
-from lbrepro.core.verdicts import AGREEMENT, EmptyComparisonError
+from lbrepro.core.verdicts import AGREEMENT, EmptyComparisonError, length_to_decide
 from lbrepro.judging.neighbours import NEIGHBOUR
 from lbrepro.judging.tails import TAIL_SERVERS
 from lbrepro.models import hetero as model
@@ -166,8 +166,9 @@ def neighbour_tail(
 
 
 def _length_needed(rows: Rows, p: Mapping[str, Any]) -> float:
-    """The run-length factor that would decide the verdicts on one (system, scheme) run:
-    the doubly exponential tail and the finite-N offset, from the point's rows so far."""
+    """The run-length factor one (system, scheme) run asks for: the nearest that decides one
+    of its undecided verdicts (:func:`length_to_decide`) — the doubly exponential tail and the
+    finite-N offset, from the point's rows so far."""
     cfg = {"systems": [p["spec"]], "N": p["N"], "rho": p["rho"]}
     name, policy = p["system"], p["policy"]
     try:
@@ -175,7 +176,7 @@ def _length_needed(rows: Rows, p: Mapping[str, Any]) -> float:
         offset, _ = tail_agrees(rows, cfg, name, policy, "rmf", "u")
     except EmptyComparisonError:  # no level resolved yet: no length is promised
         return math.inf
-    return max(growth.length_needed, offset.length_needed)
+    return length_to_decide([growth, offset])
 
 
 def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:

@@ -29,7 +29,14 @@ from lbrepro.core.ids import add_point, num
 from lbrepro.core.io import select
 from lbrepro.core.rows import estimate_row, interval_text
 from lbrepro.core.stats import Estimate
-from lbrepro.core.verdicts import AGREEMENT, EmptyComparisonError, Verdict, agrees, estimate
+from lbrepro.core.verdicts import (
+    AGREEMENT,
+    EmptyComparisonError,
+    Verdict,
+    agrees,
+    estimate,
+    length_to_decide,
+)
 from lbrepro.judging.neighbours import NEIGHBOUR, neighbour_load
 from lbrepro.judging.tails import (
     DIAGNOSTIC_LEVEL,
@@ -123,8 +130,9 @@ def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
 
 
 def _length_needed(rows: Rows, sim: OccupancySimResult, rho: float, d: int, kmax: int) -> float:
-    """The run-length factor that would decide the claims on the run ``sim`` of (ρ, d): the
-    limit claim's and (d ≥ 2) the tail claim's, from the exact rows ``rows`` of the point."""
+    """The run-length factor the run ``sim`` of (ρ, d) asks for: the nearest that decides one
+    of its undecided claims (:func:`length_to_decide`) — the limit claim and (d ≥ 2) the tail
+    claim, judged from the exact rows ``rows`` of the point as check() judges them."""
     u = {
         k: sim.estimate("u_all", k) if k < len(sim.u_all) else sim.unreached()
         for k in range(kmax + 1)
@@ -138,7 +146,7 @@ def _length_needed(rows: Rows, sim: OccupancySimResult, rho: float, d: int, kmax
             verdicts.append(verdict(rows, u, rho, d, sim.N, measured)[0])
         except EmptyComparisonError:  # nothing the run resolves yet: no length is promised
             return math.inf
-    return max(v.length_needed for v in verdicts)
+    return length_to_decide(verdicts)
 
 
 def _simulated_tail(rows: Rows, rho: float, d: int) -> dict[int, Estimate]:
