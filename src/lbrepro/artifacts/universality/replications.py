@@ -20,7 +20,7 @@ from typing import Any
 
 from lbrepro.artifacts.registry import Rows
 from lbrepro.core.errors import ConfigError
-from lbrepro.core.rows import estimate_row
+from lbrepro.core.rows import estimate_row, not_converged
 from lbrepro.core.stats import Estimate, t_quantile
 
 __all__ = ["pool_replications", "replications_needed"]
@@ -75,7 +75,7 @@ def _pooled(group: list[Mapping[str, Any]]) -> dict[str, Any]:
         value + half,
         batches=sum(b for _, b in errors),
         # one replication whose batch means stayed correlated makes the pool unconverged
-        converged=all(r.get("converged") not in (False, 0, "False", "false") for r in group),
+        converged=not any(not_converged(r.get("converged")) for r in group),
     )
     return (
         first | estimate_row(pooled, N=first.get("N"), seed=first.get("seed")) | {"replications": R}
