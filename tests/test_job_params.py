@@ -43,6 +43,8 @@ def snapshot(config: dict[str, Any]) -> dict[Job, Any]:
     for artifact in registry.enabled(config):
         for job in p.jobs(artifact.id):
             jobs[("compute_points", artifact.id, job)] = p.compute_params(artifact.id, job)
+        if p.extendable(artifact.id):
+            jobs[("extend_points", artifact.id)] = p.extension_params(artifact.id)
         jobs[("check_claims", artifact.id)] = artifact_params(config, artifact.id)
         if artifact.has_figure:
             jobs[("plot_figure", artifact.id)] = artifact_params(config, artifact.id)
@@ -198,8 +200,13 @@ def test_compute_params_hold_what_compute_points_reads() -> None:
     params = p.compute_params(artifact, job)
     assert set(params) == {"seed", "simulation", "points"}
     assert set(params["simulation"]) == set(COMPUTE_SIMULATION_KEYS)
-    source = inspect.getsource(pipeline.compute_points)
+    source = inspect.getsource(pipeline._compute_point)  # what compute_points runs per point
     assert "compute_simulation(config)" in source and '"simulation"' not in source
+    assert "_compute_point(" in inspect.getsource(pipeline.compute_points)
+    # the extension reruns points the same way, with the params of rule extend_points
+    assert "_compute_point(" in inspect.getsource(pipeline.extend_points)
+    extendable = next(a.id for a in registry.enabled(QUICK) if p.extendable(a.id))
+    assert set(p.extension_params(extendable)) == {"seed", "simulation", "points", "config"}
 
 
 def test_seed_reruns_every_compute_job_and_no_check() -> None:

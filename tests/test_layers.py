@@ -2,7 +2,8 @@
 
 Imports go downward only:
 
-    core < sim < meanfield < models < judging < artifacts < {config, pipeline, report, cli}
+    core < sim < meanfield < models < judging < artifacts
+         < {config, pipeline, extension, report, cli}
 
 ``plotting`` imports only ``core`` and is imported by ``artifacts`` and the top layer. Within
 ``artifacts``, a paper's package imports ``artifacts.registry`` and its own modules, never
@@ -26,7 +27,7 @@ import lbrepro
 
 # Rank of each layer: a module may import modules of a lower rank, or of its own layer.
 RANK = {"core": 0, "sim": 1, "meanfield": 2, "models": 3, "judging": 4, "artifacts": 5, "top": 6}
-TOP = {"config", "pipeline", "report", "cli", "__main__"}
+TOP = {"config", "pipeline", "extension", "report", "cli", "__main__"}
 # plotting sits beside the layers: it imports only core, and only these import it.
 PLOTTING_IMPORTERS = {"artifacts", "top"}
 

@@ -26,8 +26,15 @@ from lbrepro.core.io import read_table, write_table
 from lbrepro.core.manifest import verify, write_digest
 from lbrepro.core.packing import pack_points
 from lbrepro.core.rng import stream
-from lbrepro.core.rows import check_table
-from lbrepro.sim.runlength import event_budget
+from lbrepro.core.rows import SIMULATED, check_table
+from lbrepro.extension import (
+    doublings_of,
+    extended_params,
+    lengthen,
+    merge_extension,
+    plan_extension,
+)
+from lbrepro.sim.runlength import DEFAULT_EXTEND, event_budget, recording_runs
 
 log = logging.getLogger("lbrepro")
 
@@ -105,6 +112,21 @@ class Plan:
             "seed": self.config["seed"],
             "simulation": compute_simulation(self.config),
             "points": self.job_params(artifact_id, job_id),
+        }
+
+    def extendable(self, artifact_id: str) -> bool:
+        """Whether the artifact has points a workflow extension can run longer (rule
+        extend_points runs only for such an artifact)."""
+        return registry.get(artifact_id).extendable(self.packed(artifact_id)[0])
+
+    def extension_params(self, artifact_id: str) -> dict[str, Any]:
+        """The params of rule extend_points: what its points' numbers depend on (seed,
+        simulation keys, every point) and what its check reads (the artifact's section)."""
+        return {
+            "seed": self.config["seed"],
+            "simulation": compute_simulation(self.config),
+            "points": self.packed(artifact_id)[0],
+            "config": artifact_params(self.config, artifact_id),
         }
 
 
@@ -281,24 +303,90 @@ def compute_points(
     A point's stream depends only on (seed, artifact id, point id), so it gives the same
     numbers whichever machine, order, job or cluster node computes it.
     """
-    artifact = registry.get(artifact_id)
     table = points(config, artifact_id)
-    sim = compute_simulation(config)
     rows: list[dict[str, Any]] = []
     for point_id in point_ids:
         if point_id not in table:
             raise KeyError(f"{artifact_id}: unknown point {point_id!r}")
-        params = table[point_id]
-        log.info("%s/%s: %s", artifact_id, point_id, params)
-        with event_budget(sim.get("max_events"), sim.get("extend")):
-            computed = artifact.compute(params, stream(int(config["seed"]), artifact_id, point_id))
-        rows.extend({"artifact": artifact_id, "point": point_id} | r for r in computed)
+        rows.extend(_compute_point(config, artifact_id, point_id, table[point_id]))
     write_table(rows, out)
     # The row vocabulary (core.rows), on the table as written: what collect_table will read
     # (NumPy scalars made plain, infinities as the text "inf"). A failed job's table is removed.
     check_table(read_table(out), artifact_id, f"{artifact_id}.compute")
     write_digest(out, rows=len(rows), points=list(point_ids))
     log.info("%s: %d points, %d rows written to %s", artifact_id, len(point_ids), len(rows), out)
+
+
+def _compute_point(
+    config: Mapping[str, Any],
+    artifact_id: str,
+    point_id: str,
+    params: Mapping[str, Any],
+    extend: int | None = None,
+) -> list[dict[str, Any]]:
+    """One point's rows, from its own random stream, under the event budget and at most
+    ``extend`` doublings of a run (None: ``simulation.extend``). Where its runs doubled, its
+    simulated rows say how often (``doublings``): what a workflow extension starts from."""
+    artifact = registry.get(artifact_id)
+    sim = compute_simulation(config)
+    log.info("%s/%s: %s", artifact_id, point_id, params)
+    limit = sim.get("extend") if extend is None else extend
+    with recording_runs() as runs, event_budget(sim.get("max_events"), limit):
+        computed = artifact.compute(
+            dict(params), stream(int(config["seed"]), artifact_id, point_id)
+        )
+    doubled = max((run.doublings for run in runs), default=0)
+    rows = []
+    for r in computed:
+        row = {"artifact": artifact_id, "point": point_id} | r
+        if doubled and row.get("method") in SIMULATED:
+            row["doublings"] = doubled
+        rows.append(row)
+    return rows
+
+
+def extend_points(
+    config: Mapping[str, Any], artifact_id: str, inputs: Sequence[str | Path], out: str | Path
+) -> None:
+    """Run longer the points of the claims the job tables leave undecided, where that would
+    decide them within ``simulation.extend`` doublings and the event budget, and write their
+    rows (none: nothing to extend) — :mod:`lbrepro.extension`.
+
+    The job tables are verified first, as :func:`collect_table` does; the check runs on
+    their rows only to find what to extend (its outcome is not written: ``check_claims``
+    judges the final table).
+    """
+    artifact = registry.get(artifact_id)
+    rows = _verified_rows(config, artifact_id, inputs)
+    table = points(config, artifact_id)
+    key = artifact.run_length
+    extendable = [p for p, params in table.items() if key is not None and key in params]
+    extend = compute_simulation(config).get("extend")
+    extend = DEFAULT_EXTEND if extend is None else int(extend)
+    claims = artifact.check(rows, artifact_config(config, artifact_id))
+    todo = plan_extension(claims, extendable, doublings_of(rows), extend)
+    longer: list[dict[str, Any]] = []
+    done: list[str] = []
+    for point_id, k in todo.items():
+        params = extended_params(table[point_id], str(key), k)
+        log.info(
+            "%s/%s: run 2^%d times longer (%s = %s)", artifact_id, point_id, k, key, params[key]
+        )
+        try:
+            computed = _compute_point(config, artifact_id, point_id, params, extend - k)
+        except ConfigError as err:
+            if err.key != "max_events":
+                raise
+            log.warning("%s/%s: not extended: %s", artifact_id, point_id, err)
+            continue
+        longer.extend(lengthen(computed, k))
+        done.append(point_id)
+    write_table(longer, out)
+    check_table(read_table(out), artifact_id, f"{artifact_id}.extend")
+    write_digest(out, rows=len(longer), points=done)
+    log.info(
+        "%s: %d points run longer, %d rows written to %s", artifact_id, len(done), len(longer), out
+    )
 
 
 def job_table_problem(plan: Plan, artifact_id: str, path: str | Path) -> str | None:
@@ -331,14 +419,38 @@ def collect_table(
     out: str | Path,
     config: Mapping[str, Any] | None = None,
     artifact_id: str | None = None,
+    extension: str | Path | None = None,
 ) -> None:
     """Concatenate the job tables of one artifact into its tidy table.
 
     With ``config`` and ``artifact_id``, every job table is first verified against the record
     its job wrote (lbrepro.core.manifest): a table that is not complete — a point missing,
     truncated at or inside a row, empty, edited, or from a job that wrote no record — is
-    recomputed here, from its planned points, rather than collected as it is.
+    recomputed here, from its planned points, rather than collected as it is. ``extension``:
+    the rows of the points run longer (:func:`extend_points`), verified the same way, which
+    replace those points' rows.
     """
+    rows = _verified_rows(config, artifact_id, inputs)
+    if extension is not None:
+        problem = verify(extension)
+        if problem is not None:
+            if config is None or artifact_id is None:
+                raise ValueError(f"{extension}: {problem}")
+            log.warning("%s: %s; running the extension again", extension, problem)
+            extend_points(config, artifact_id, inputs, extension)
+        rows = merge_extension(rows, read_table(extension))
+    # Every row as the vocabulary declares it (core.rows): a simulated row without its
+    # `converged` fails here, naming the artifact, the row and the column.
+    check_table(rows, artifact_id, str(out))
+    write_table(rows, out)
+    write_digest(out, rows=len(rows))
+
+
+def _verified_rows(
+    config: Mapping[str, Any] | None, artifact_id: str | None, inputs: Sequence[str | Path]
+) -> list[dict[str, Any]]:
+    """The rows of an artifact's job tables, each verified against its plan and digest
+    record first (with ``config`` and ``artifact_id``) and recomputed if it is not complete."""
     rows: list[dict[str, Any]] = []
     the_plan = plan(config) if config is not None and artifact_id is not None else None
     for path in inputs:
@@ -349,11 +461,7 @@ def collect_table(
                 log.warning("%s: %s; recomputing job %s", path, problem, job)
                 compute_points(config, artifact_id, the_plan.jobs(artifact_id)[job], path)
         rows.extend(read_table(path))
-    # Every row as the vocabulary declares it (core.rows): a simulated row without its
-    # `converged` fails here, naming the artifact, the row and the column.
-    check_table(rows, artifact_id, str(out))
-    write_table(rows, out)
-    write_digest(out, rows=len(rows))
+    return rows
 
 
 def plot_artifact(

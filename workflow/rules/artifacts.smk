@@ -5,7 +5,8 @@
 
 rule collect_table:
     input:
-        job_files,
+        jobs=job_files,
+        extension=extension_files,
     output:
         report(
             TABLE,

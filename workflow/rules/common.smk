@@ -6,6 +6,7 @@ import sys
 
 from lbrepro.artifacts.registry import (
     CHECKS,
+    EXTENSION,
     papers,
     FIGURE_PNG,
     FIGURE_SVG,
@@ -95,6 +96,19 @@ def job_files(wildcards):
         JOB.format(slug=wildcards.slug, artifact=wildcards.artifact, job=j)
         for j in PLAN.jobs(wildcards.artifact)
     ]
+
+
+def extension_files(wildcards):
+    """The extension of an artifact whose points can run longer (none for the others)."""
+    if not PLAN.extendable(wildcards.artifact):
+        return []
+    return [EXTENSION.format(slug=wildcards.slug, artifact=wildcards.artifact)]
+
+
+def params_of_extension(wildcards):
+    """What the extension's numbers depend on: the seed, simulation keys, every point and the
+    artifact's section its check reads (lbrepro.pipeline.Plan.extension_params)."""
+    return PLAN.extension_params(wildcards.artifact)
 
 
 def params_of_job(wildcards):

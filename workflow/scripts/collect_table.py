@@ -3,10 +3,12 @@
 from lbrepro.pipeline import collect_table, logging_to
 
 with logging_to(snakemake.log[0]):
-    # config and artifact: every job table is verified against its plan and digest record
+    # config and artifact: every job table (and the extension) is verified against its plan
+    # and digest record
     collect_table(
-        list(snakemake.input),
+        list(snakemake.input.jobs),
         snakemake.output[0],
         snakemake.config,
         snakemake.wildcards.artifact,
+        snakemake.input.extension[0] if snakemake.input.extension else None,
     )

@@ -44,6 +44,8 @@ TABLE = "results/{slug}/{artifact}.csv"
 CHECKS = "results/{slug}/{artifact}.checks.json"
 # One job's table: the rows of the points it computed (lbrepro.core.packing names jobs).
 JOB = "results/{slug}/{artifact}/jobs/{job}.csv"
+# The rows of the points run longer for claims the job tables left undecided (lbrepro.extension).
+EXTENSION = "results/{slug}/{artifact}/extended.csv"
 FIGURE_PNG = "figures/{slug}/{artifact}.png"
 FIGURE_SVG = "figures/{slug}/{artifact}.svg"
 FIGURE_PDF = "figures/{slug}/{artifact}.pdf"
@@ -101,6 +103,15 @@ class Artifact:
     # (lbrepro.core.footprint): a point beyond `simulation.mem_mb` is refused at validation
     # (lbrepro.pipeline.check_memory_estimates). Every artifact declares one (a test checks).
     memory: Callable[[Mapping[str, Any]], Mapping[str, float]] | None = None
+    #: The point key that sets a simulation's run length: a point that has it is run
+    #: 2^k times longer when a claim it serves is undecided and that would decide it
+    #: (lbrepro.extension). None: no point of this artifact is extended (its key means
+    #: something else, e.g. a trace's length).
+    run_length: str | None = "horizon"
+
+    def extendable(self, points: Mapping[str, Mapping[str, Any]]) -> bool:
+        """Whether any of ``points`` can be run longer (has the :attr:`run_length` key)."""
+        return self.run_length is not None and any(self.run_length in p for p in points.values())
 
     def caption_text(self, cfg: Mapping[str, Any] | None) -> str:
         """The caption, its configured numbers filled in from ``cfg``."""

@@ -107,6 +107,10 @@ class Claim:
     runs: tuple[str, ...] = ()
     #: Looks at the decision while its run doubled until decided (written only when > 1).
     looks: int = 1
+    #: The run-length factor that would decide it (1: decided; inf: no length would), from
+    #: :attr:`Verdict.length_needed`: what a workflow extension reads (:mod:`lbrepro.extension`);
+    #: not written (``needs`` says it in words).
+    length_needed: float = 1.0
 
     @property
     def passed(self) -> bool:
@@ -123,6 +127,7 @@ class Claim:
         data["runs"] = list(self.runs)
         if self.looks == 1:
             del data["looks"]  # one look: the single-decision rate (most claims)
+        del data["length_needed"]
         data["passed"] = self.passed
         data["status"] = claim_status(data)
         data["reason"] = undecided_reason(data)
@@ -208,6 +213,7 @@ def make_claim(
         finding=finding,
         runs=tuple(runs),
         looks=verdict.looks,
+        length_needed=verdict.length_needed,
     )
 
 

@@ -58,6 +58,12 @@ COLUMNS: dict[str, Column] = {
     "converged": Column(
         "False: the batch means stayed correlated; the interval is suspect", "flag"
     ),
+    "doublings": Column(
+        "how often the point's run was doubled beyond its configured length (for its batch "
+        "means to converge, for a claim's decision, or by a workflow extension; only where "
+        "more than 0)",
+        "integer",
+    ),
     "looks": Column(
         "how often a claim's decision was taken while the run doubled until decided (only "
         "where it was more than once: a verdict on it can err at this many times its rate)",

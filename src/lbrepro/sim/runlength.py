@@ -71,6 +71,7 @@ __all__ = [
     "max_doublings",
     "max_events",
     "micro_count",
+    "recording_runs",
     "relaxation_time",
     "run_micro_batches",
 ]
@@ -134,6 +135,26 @@ def check_budget(expected: float, *, what: str) -> None:
 def micro_count(expected_events: float, micro: int = MICRO_BATCHES) -> int:
     """Micro-batches for a run: ``micro``, more when a slice would exceed EVENTS_PER_RETURN."""
     return max(int(micro), math.ceil(expected_events / EVENTS_PER_RETURN))
+
+
+#: The lists :func:`recording_runs` is collecting into (innermost last).
+_recorders: list[list[RunLength]] = []
+
+
+@contextmanager
+def recording_runs() -> Iterator[list[RunLength]]:
+    """Collect the :class:`RunLength` of every run made in the block, in order.
+
+    How long a point's runs actually were (their ``doublings`` beyond the configured
+    horizon) is known only here; the pipeline records it beside the point's rows, so a
+    workflow extension (:mod:`lbrepro.extension`) can tell how much longer a run must be.
+    """
+    runs: list[RunLength] = []
+    _recorders.append(runs)
+    try:
+        yield runs
+    finally:
+        _recorders.remove(runs)
 
 
 _stop = [False]
@@ -298,4 +319,7 @@ def run_micro_batches(
         # Correlated at every admissible batching after every extension, or too short for its
         # relaxation time: the wider interval of few large batches, not converged.
         batching = fallback_batching(main(), replace(batching, converged=False))
-    return RunLength(batching, length, count, count * length, doublings, ok, looks)
+    run = RunLength(batching, length, count, count * length, doublings, ok, looks)
+    for runs in _recorders:
+        runs.append(run)
+    return run

@@ -414,4 +414,7 @@ ARTIFACT = Artifact(
     summary=summary,
     validate=validate_with_hysteresis,
     reconstructions=(ASSIGNMENT_NOTE, PRIMARY_NOTE, TUNNELING_NOTE),
+    # `horizon` is the length of the traced paths, and the first exits are censored at
+    # `exit_cap`: a longer run is not simply a more precise one (lbrepro.extension).
+    run_length=None,
 )

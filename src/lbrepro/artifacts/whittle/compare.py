@@ -183,4 +183,6 @@ ARTIFACT = Artifact(
     summary=summary_gaps,
     validate=validate,
     reconstructions=POLICY_RECONSTRUCTIONS,
+    # A simulated point's length is its number of slots (lbrepro.extension).
+    run_length="slots",
 )
