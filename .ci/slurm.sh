@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # CI step: run a real multi-point target on a real one-node SLURM cluster, through
 # workflow/profiles/slurm, exactly as the README's "On a SLURM cluster" section says, and check
-#   1. every compute_points job went through SLURM (seen by squeue while running, and COMPLETED
-#      in slurmctld's job completion log — this cluster has no accounting database, so sacct
-#      cannot answer; that is also the setting in which the plugin's default, sacct, hangs),
+#   1. every compute_points and extend_points job went through SLURM (seen by squeue while
+#      running, and COMPLETED in slurmctld's job completion log — this cluster has no
+#      accounting database, so sacct cannot answer; that is also the setting in which the
+#      plugin's default, sacct, hangs),
 #   2. the jobs ran in the partition given by SBATCH_PARTITION (not the cluster default), and
 #   3. the table is byte-identical to a local run of the same target.
 # Needs root on Debian (installs slurm-wlm and munge with apt when missing). The daemons run
@@ -188,17 +189,21 @@ if sacct -n -X >/dev/null 2>&1; then
 fi
 njobtables=$(find "$work/slurm/results" -path '*/jobs/*.csv' | wc -l)
 ((njobtables >= njobs_min)) || { log "only $njobtables job tables (want >= $njobs_min)"; exit 1; }
+# and one extension per artifact with simulated points (rule extend_points), submitted too
+nextensions=$(find "$work/slurm/results" -name extended.csv | wc -l)
+nsubmitted=$((njobtables + nextensions))
 ours=$(grep -F " Name=$run_id " "$work/jobcomp.log" || true)
 njobs=$(grep -c 'JobState=' <<<"$ours" || true)
 ncompleted=$(grep -c 'JobState=COMPLETED' <<<"$ours" || true)
 nright=$(grep 'JobState=COMPLETED' <<<"$ours" | grep -c " Partition=$partition " || true)
 nseen=$(awk -v id="$run_id" '$2 == id {print $1}' "$work/squeue.txt" | sort -u | wc -l)
-log "job tables $njobtables; SLURM jobs: $njobs finished, $ncompleted COMPLETED," \
+log "job tables $njobtables, extensions $nextensions; SLURM jobs: $njobs finished, $ncompleted COMPLETED," \
     "$nright in partition $partition; $nseen distinct job ids seen by squeue"
-if ((njobs != njobtables || ncompleted != njobtables || nright != njobtables ||
-    nseen < njobtables)); then
+if ((njobs != nsubmitted || ncompleted != nsubmitted || nright != nsubmitted ||
+    nseen < nsubmitted)); then
     echo "--- jobcomp.log"; cat "$work/jobcomp.log" 2>/dev/null
-    log "expected every one of the $njobtables compute_points jobs COMPLETED on SLURM in" \
+    log "expected every one of the $nsubmitted compute_points and extend_points jobs" \
+        "COMPLETED on SLURM in" \
         "$partition"
     exit 1
 fi

@@ -119,9 +119,12 @@ def test_recording_runs_sees_how_often_each_run_doubled():
 
 
 # ------------------------------------------------------------------ the pipeline step, end to end
-def _toy(monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, Any], str]:
+def _toy(
+    monkeypatch: pytest.MonkeyPatch, value: Any = None, spread: float = 0.1
+) -> tuple[dict[str, Any], str]:
     """A registered artifact without a simulator: point ``a`` gives x = 0.06 ± 0.1/√horizon
-    (undecided at horizon 1, decided from horizon 4 on), point ``b`` x = 0.5 (decided)."""
+    (undecided at horizon 1, decided from horizon 4 on), point ``b`` x = 0.5 (decided);
+    ``value(x, horizon)`` and ``spread`` change that."""
     from dataclasses import replace
 
     from lbrepro.artifacts import registry
@@ -132,8 +135,9 @@ def _toy(monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, Any], str]:
         return {"a": {"x": 0.06, "horizon": 1.0}, "b": {"x": 0.5, "horizon": 1.0}}
 
     def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> list[dict[str, Any]]:
-        h = 0.1 / math.sqrt(p["horizon"])
-        est = Estimate.from_interval(p["x"], p["x"] - h, p["x"] + h, batches=20, N=1, seed=0)
+        x = p["x"] if value is None else value(p["x"], p["horizon"])
+        h = spread / math.sqrt(p["horizon"])
+        est = Estimate.from_interval(x, x - h, x + h, batches=20, N=1, seed=0)
         return [{"method": "sim", "quantity": "x", "horizon": p["horizon"], **estimate_row(est)}]
 
     def check(rows: list[dict[str, Any]], cfg: Any) -> list[Claim]:
@@ -216,4 +220,34 @@ def test_the_pipeline_runs_an_undecided_point_longer_and_the_table_decides(tmp_p
     assert [c["status"] for c in json.loads(Path(checks).read_text(encoding="utf-8"))] == [
         "undecided",
         "reproduced",
+    ]
+
+
+def test_the_extension_looks_again_until_no_claim_is_within_reach(tmp_path, monkeypatch):
+    """Sequential doubling a round at a time: a = 0.1 ± 0.12 at horizon 1 asks for 2x; at 2x it
+    reads 0.06 ± 0.085 and asks for 2x more; at 4x 0.07 ± 0.06 is decided, after two rounds."""
+    import json
+
+    from lbrepro import pipeline
+    from lbrepro.core.io import read_table
+
+    drift = {1.0: 0.1, 2.0: 0.06, 4.0: 0.07}
+    config, aid = _toy(monkeypatch, value=lambda x, h: drift[h] if x < 0.5 else x, spread=0.12)
+    jobs = []
+    for job, pts in pipeline.jobs(config, aid).items():
+        jobs.append(str(tmp_path / f"{job}.csv"))
+        pipeline.compute_points(config, aid, pts, jobs[-1])
+    extension, table, checks = (str(tmp_path / f) for f in ("ext.csv", "t.csv", "c.json"))
+    pipeline.extend_points(config, aid, jobs, extension)
+    longer = read_table(extension)
+    # the run of the second round: 4x, and two looks before it (the first table's, round 1's)
+    assert [(r["point"], r["horizon"], r["doublings"], r["looks"]) for r in longer] == [
+        ("a", 4.0, 2, 3)
+    ]
+    pipeline.collect_table(jobs, table, config, aid, extension)
+    pipeline.check_artifact(config, aid, table, checks)
+    entries = json.loads(Path(checks).read_text(encoding="utf-8"))
+    assert [(c["status"], c.get("looks", 1)) for c in entries] == [
+        ("reproduced", 3),
+        ("reproduced", 1),
     ]

@@ -225,4 +225,10 @@ def test_regenerate_command_reruns_just_that_artifact_with_the_runs_config(
     planned = set(re.findall(r"artifact=([a-z0-9-]+)", out))
     assert planned == {artifact.id}, planned
     rules = set(re.findall(r"^(?:local)?rule (\w+):", out, re.M))
-    assert rules == {"compute_points", "collect_table", "plot_figure", "check_claims"}, rules
+    assert rules == {
+        "compute_points",
+        "extend_points",
+        "collect_table",
+        "plot_figure",
+        "check_claims",
+    }, rules

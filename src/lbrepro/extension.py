@@ -9,6 +9,9 @@ tables; each verdict left undecided because its interval straddles the margin st
 run-length factor that would decide it (:attr:`lbrepro.core.claims.Claim.length_needed`);
 where that factor is within reach, every point the claim reads (``Claim.runs``) is run
 again 2^k times longer, and the artifact's table takes those rows in place of the first.
+The check then looks again at the table with the longer rows, and so on while a claim is
+undecided within reach (sequential doubling, a round at a time; each round's k is larger
+than the last for every point it reruns, so the rounds end within ``extend``).
 
 **Within reach** means the same cap as in-job doubling: no run longer than 2^``extend``
 times its configured length (``simulation.extend``), counted from what the first run
@@ -19,11 +22,11 @@ run or a claim whose control is reproduced too is not extended: it stays undecid
 says what precision would decide it. A point several claims ask for runs at the longest
 length they need.
 
-**Looks.** The first look decided "undecided, extend"; the check of the final table is a
-second look at the same claim: the extended rows carry ``looks`` one higher than their run
-gave, so the report counts a verdict on them at twice its error rate (its union bound).
-The longer run continues the point's own random stream (same seed, artifact and point), so
-the result is still a function of the seed alone.
+**Looks.** Each round's check decided "undecided, extend"; the check of the final table is
+one more look at the same claim: the rows of a run made after r rounds carry ``looks`` r
+higher than their run gave, so the report counts a verdict on them at r + 1 times its error
+rate (its union bound). The longer run draws from the point's own random stream (same seed,
+artifact and point), so the result is still a function of the seed alone.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from lbrepro.core.claims import STRADDLES, VERDICT, Claim
+from lbrepro.core.claims import STRADDLES, UNDECIDED, VERDICT, Claim
 from lbrepro.core.rows import SIMULATED
 
 __all__ = ["doublings_of", "extended_params", "lengthen", "merge_extension", "plan_extension"]
@@ -70,7 +73,7 @@ def plan_extension(
     extendable = set(extendable)
     plan: dict[str, int] = {}
     for claim in claims:
-        if claim.kind != VERDICT or claim.status != "undecided" or not claim.runs:
+        if claim.kind != VERDICT or claim.status != UNDECIDED or not claim.runs:
             continue
         entry = claim.to_dict()
         if entry["reason"] != STRADDLES:  # an invalid run, or a control reproduced too
@@ -97,15 +100,16 @@ def extended_params(params: Mapping[str, Any], key: str, k: int) -> dict[str, An
     return dict(params) | {key: longer}
 
 
-def lengthen(rows: Iterable[Mapping[str, Any]], k: int) -> list[dict[str, Any]]:
+def lengthen(rows: Iterable[Mapping[str, Any]], k: int, looks: int = 1) -> list[dict[str, Any]]:
     """The rows of a point run 2^k times longer, as the table records them: its simulated rows
-    carry ``doublings`` (k plus the run's own) and one more look (the first table's)."""
+    carry ``doublings`` (k plus the run's own) and ``looks`` more looks — the rounds that
+    looked at its claims before this run (the first table's, and each earlier extension's)."""
     out = []
     for row in rows:
         row = dict(row)
         if row.get("method") in SIMULATED:
             row["doublings"] = k + int(row.get("doublings") or 0)
-            row["looks"] = int(row.get("looks") or 1) + 1
+            row["looks"] = int(row.get("looks") or 1) + looks
         out.append(row)
     return out
 

@@ -352,40 +352,54 @@ def extend_points(
     decide them within ``simulation.extend`` doublings and the event budget, and write their
     rows (none: nothing to extend) — :mod:`lbrepro.extension`.
 
-    The job tables are verified first, as :func:`collect_table` does; the check runs on
-    their rows only to find what to extend (its outcome is not written: ``check_claims``
-    judges the final table).
+    The job tables are verified first, as :func:`collect_table` does. The check runs on the
+    table as it stands only to find what to extend (its outcome is not written:
+    ``check_claims`` judges the final table); after each round of longer runs it looks again,
+    until no undecided claim is within reach — sequential doubling, a look per round.
     """
     artifact = registry.get(artifact_id)
-    rows = _verified_rows(config, artifact_id, inputs)
+    first = _verified_rows(config, artifact_id, inputs)
     table = points(config, artifact_id)
     key = artifact.run_length
-    extendable = [p for p, params in table.items() if key is not None and key in params]
+    extendable = {p for p, params in table.items() if key is not None and key in params}
     extend = compute_simulation(config).get("extend")
     extend = DEFAULT_EXTEND if extend is None else int(extend)
-    claims = artifact.check(rows, artifact_config(config, artifact_id))
-    todo = plan_extension(claims, extendable, doublings_of(rows), extend)
-    longer: list[dict[str, Any]] = []
-    done: list[str] = []
-    for point_id, k in todo.items():
-        params = extended_params(table[point_id], str(key), k)
-        log.info(
-            "%s/%s: run 2^%d times longer (%s = %s)", artifact_id, point_id, k, key, params[key]
+    cfg = artifact_config(config, artifact_id)
+    longer: dict[str, list[dict[str, Any]]] = {}
+    looks = 0
+    while True:
+        current = merge_extension(first, [r for p in sorted(longer) for r in longer[p]])
+        todo = plan_extension(
+            artifact.check(current, cfg), extendable, doublings_of(current), extend
         )
-        try:
-            computed = _compute_point(config, artifact_id, point_id, params, extend - k)
-        except ConfigError as err:
-            if err.key != "max_events":
-                raise
-            log.warning("%s/%s: not extended: %s", artifact_id, point_id, err)
-            continue
-        longer.extend(lengthen(computed, k))
-        done.append(point_id)
-    write_table(longer, out)
+        if not todo:
+            break
+        looks += 1
+        for point_id, k in todo.items():
+            params = extended_params(table[point_id], str(key), k)
+            log.info(
+                "%s/%s: run 2^%d times longer (%s = %s)", artifact_id, point_id, k, key, params[key]
+            )
+            try:
+                computed = _compute_point(config, artifact_id, point_id, params, extend - k)
+            except ConfigError as err:
+                if err.key != "max_events":
+                    raise
+                log.warning("%s/%s: not extended: %s", artifact_id, point_id, err)
+                extendable.discard(point_id)
+                continue
+            longer[point_id] = lengthen(computed, k, looks)
+    rows = [r for p in sorted(longer) for r in longer[p]]
+    write_table(rows, out)
     check_table(read_table(out), artifact_id, f"{artifact_id}.extend")
-    write_digest(out, rows=len(longer), points=done)
+    write_digest(out, rows=len(rows), points=sorted(longer))
     log.info(
-        "%s: %d points run longer, %d rows written to %s", artifact_id, len(done), len(longer), out
+        "%s: %d points run longer in %d rounds, %d rows written to %s",
+        artifact_id,
+        len(longer),
+        looks,
+        len(rows),
+        out,
     )
 
 
