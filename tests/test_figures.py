@@ -448,6 +448,3 @@ def test_the_open_marker_says_which_points_it_stands_for() -> None:
     assert label([0.9, None], [True, True]) == [intervals.BARE_LABEL]
     assert label([0.9, 1.8], [True, False]) == [intervals.UNCONVERGED_LABEL]
     assert label([None, 1.8], [True, False]) == [intervals.BARE_BOTH_LABEL]
-    assert intervals.converged_all(True, None) is True
-    assert intervals.converged_all(True, False) is False
-    assert intervals.converged_all(None, None) is None

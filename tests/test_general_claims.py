@@ -28,7 +28,12 @@ from lbrepro.core.claims import (
     gate,
 )
 from lbrepro.core.verdicts import EmptyComparisonError
-from lbrepro.judging.neighbours import MAX_STEPS, neighbour_load
+from lbrepro.judging.neighbours import (
+    MAX_STEPS,
+    nearest_distinct_load,
+    nearest_distinct_steps,
+    neighbour_load,
+)
 from lbrepro.models import general as model
 from lbrepro.models import service
 
@@ -219,8 +224,11 @@ def test_the_control_moves_out_step_by_step_until_distinct() -> None:
     """The sweep's control takes the fewest steps below ρ that put it more than AT_LEAST
     margins away (judging.neighbours), and the farthest step otherwise."""
     far = {1: 0.5, 2: 1.9, 3: 2.4, 4: 9.0, 5: 9.0}
-    assert comparisons.nearest_distinct_steps(0.5, far.__getitem__) == (3, 2.4)
-    assert comparisons.nearest_distinct_steps(0.03, lambda s: 1.0) == (MAX_STEPS, 1.0)
+    assert nearest_distinct_steps(far.__getitem__, comparisons.AT_LEAST) == (3, 2.4)
+    assert nearest_distinct_steps(lambda s: 1.0, comparisons.AT_LEAST) == (MAX_STEPS, 1.0)
+    # the load search is the same search, counted in loads
+    loads = {neighbour_load(0.5, s): v for s, v in far.items()}
+    assert nearest_distinct_load(0.5, loads.__getitem__) == (neighbour_load(0.5, 3), 2.4)
     rows = point_rows("erlang:2", 0.5, "mf")
     steps = {r["steps"] for r in rows if r["quantity"] == "mean_sojourn_neighbour"}
     assert steps == set(range(1, MAX_STEPS + 1))

@@ -68,14 +68,6 @@ def _floats(values: Iterable[Any] | None, n: int) -> np.ndarray:
     return np.array([np.nan if v is None else float(v) for v in values], dtype=float)
 
 
-def converged_all(*flags: Any) -> bool | None:
-    """The flag of a point derived from several rows: False when any of theirs is
-    (:func:`not_converged`), else True when any row has a flag, else None."""
-    if any(not_converged(f) for f in flags):
-        return False
-    return True if any(f is not None for f in flags) else None
-
-
 def _next_index(fig: Any) -> int:
     index = getattr(fig, "_lbrepro_series", 0)
     fig._lbrepro_series = index + 1
@@ -107,7 +99,7 @@ def simulated(
     with a non-finite ``x`` or ``y`` are not drawn (nor, on a log axis, a ``y`` ≤ 0: the caller
     says elsewhere what it left out). Points whose interval is not finite are drawn as open
     markers without a bar. ``converged`` holds the rows' flags, one a point (for a point derived
-    from several rows, :func:`converged_all` of theirs): where one is False
+    from several rows, False where any of theirs is): where one is False
     (:func:`not_converged`) the point's interval is a run's untrusted fallback, and the point is
     drawn like one without an interval — an open marker, no bar, no caret; None entries (exact
     rows, no flag) and ``converged=None`` change nothing. Ends beyond ``clip = (bottom, top)``

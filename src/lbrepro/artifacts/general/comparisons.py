@@ -31,7 +31,7 @@ from lbrepro.core.verdicts import (
 from lbrepro.judging.neighbours import (
     MAX_STEPS,
     NEIGHBOUR,
-    nearest_distinct_load,
+    nearest_distinct_steps,
     neighbour_load,
 )
 from lbrepro.judging.tails import covers, resolution
@@ -172,16 +172,6 @@ def neighbour_ref(
     return out
 
 
-def nearest_distinct_steps(rho: float, distance: Callable[[int], float]) -> tuple[int, float]:
-    """:func:`~lbrepro.judging.neighbours.nearest_distinct_load` counted in steps: the fewest
-    steps below ρ whose prediction lies more than :data:`AT_LEAST` margins from the claim's
-    (``distance(steps)``), and that distance. A sweep's control moves every load by the same
-    number of steps, so the search runs on the loads of its first point."""
-    by_load = {neighbour_load(rho, s): s for s in range(1, MAX_STEPS + 1)}
-    load, far = nearest_distinct_load(rho, lambda load: distance(by_load[load]), AT_LEAST)
-    return by_load[load], far
-
-
 def against(
     rows: Rows,
     spec: str,
@@ -220,7 +210,8 @@ def against(
         alt = alternative(steps)
         return max((abs(alt[i] - refs[i]) / margins[i] for i in finite), default=math.inf)
 
-    steps, far = nearest_distinct_steps(rhos[0], distance)
+    # a sweep's control moves every load by the same number of steps
+    steps, far = nearest_distinct_steps(distance, AT_LEAST)
     alt = alternative(steps)
     pick = [i for i in range(len(refs)) if math.isfinite(refs[i]) and math.isfinite(alt[i])]
     if not pick:
