@@ -97,14 +97,14 @@ def test_merge_replaces_the_extended_points_rows_in_place():
 
 
 def test_recording_runs_sees_how_often_each_run_doubled():
-    rng = np.random.default_rng(1)
-    series: list[float] = []
+    def run(needed: Any = None) -> None:
+        rng = np.random.default_rng(1)
+        series: list[float] = []
 
-    def step(t_end: float) -> int:
-        series.append(float(rng.normal()))
-        return 100
+        def step(t_end: float) -> int:
+            series.append(float(rng.normal()))
+            return 100
 
-    with recording_runs() as runs:
         run_micro_batches(
             step,
             lambda: np.array(series),
@@ -113,9 +113,18 @@ def test_recording_runs_sees_how_often_each_run_doubled():
             min_batches=5,
             events_per_time=1.0,
             extend=2,
-            needed=lambda so_far: 3.0 / 2**so_far.doublings,  # 3x the first: two doublings
+            needed=needed,
         )
+
+    with recording_runs() as runs:
+        run(needed=lambda so_far: 3.0 / 2**so_far.doublings)  # 3x the first: two doublings
     assert [r.doublings for r in runs] == [2]
+    # nested recorders: each sees the runs made while it is open, and only those
+    with recording_runs() as outer:
+        with recording_runs() as inner:
+            pass
+        run()
+    assert len(outer) == 1 and inner == []
 
 
 # ------------------------------------------------------------------ the pipeline step, end to end

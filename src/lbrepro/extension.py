@@ -64,7 +64,8 @@ def plan_extension(
 ) -> dict[str, int]:
     """The points to run longer: point id → k, the run is 2^k times its configured length.
 
-    ``claims`` are the check's claims on the first table, ``extendable`` the points that have
+    ``claims`` are the check's claims on the table as it stands (the job tables' rows, with
+    the rows of earlier rounds in place of the first), ``extendable`` the points that have
     a run-length key, ``done`` their doublings so far (:func:`doublings_of`) and ``extend``
     the doublings allowed in all. A claim is extended when it is an undecided verdict whose
     interval straddles its margin, its factor is finite, every point it reads is extendable,
