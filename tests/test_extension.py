@@ -188,6 +188,22 @@ def _toy(
     return config, "toy-extend"
 
 
+def _compute_and_extend(
+    config: dict[str, Any], aid: str, where: Path
+) -> tuple[list[str], str, str, str]:
+    """The toy's compute jobs and its extension, as the workflow runs them: the job tables,
+    and the paths of the extension (written), the table and the checks (not yet)."""
+    from lbrepro import pipeline
+
+    jobs = []
+    for job, pts in pipeline.jobs(config, aid).items():
+        jobs.append(str(where / "jobs" / f"{job}.csv"))
+        pipeline.compute_points(config, aid, pts, jobs[-1])
+    extension, table, checks = (str(where / f) for f in ("ext.csv", "t.csv", "c.json"))
+    pipeline.extend_points(config, aid, jobs, extension)
+    return jobs, extension, table, checks
+
+
 def test_the_pipeline_runs_an_undecided_point_longer_and_the_table_decides(tmp_path, monkeypatch):
     import json
 
@@ -196,12 +212,7 @@ def test_the_pipeline_runs_an_undecided_point_longer_and_the_table_decides(tmp_p
 
     config, aid = _toy(monkeypatch)
     assert pipeline.plan(config).extendable(aid)
-    jobs = []
-    for job, pts in pipeline.jobs(config, aid).items():
-        jobs.append(str(tmp_path / "jobs" / f"{job}.csv"))
-        pipeline.compute_points(config, aid, pts, jobs[-1])
-    extension, table, checks = (str(tmp_path / f) for f in ("ext.csv", "t.csv", "c.json"))
-    pipeline.extend_points(config, aid, jobs, extension)
+    jobs, extension, table, checks = _compute_and_extend(config, aid, tmp_path)
     longer = read_table(extension)
     assert [(r["point"], r["horizon"], r["doublings"], r["looks"]) for r in longer] == [
         ("a", 4.0, 2, 2)
@@ -242,12 +253,7 @@ def test_the_extension_looks_again_until_no_claim_is_within_reach(tmp_path, monk
 
     drift = {1.0: 0.1, 2.0: 0.06, 4.0: 0.07}
     config, aid = _toy(monkeypatch, value=lambda x, h: drift[h] if x < 0.5 else x, spread=0.12)
-    jobs = []
-    for job, pts in pipeline.jobs(config, aid).items():
-        jobs.append(str(tmp_path / f"{job}.csv"))
-        pipeline.compute_points(config, aid, pts, jobs[-1])
-    extension, table, checks = (str(tmp_path / f) for f in ("ext.csv", "t.csv", "c.json"))
-    pipeline.extend_points(config, aid, jobs, extension)
+    jobs, extension, table, checks = _compute_and_extend(config, aid, tmp_path)
     longer = read_table(extension)
     # the run of the second round: 4x, and two looks before it (the first table's, round 1's)
     assert [(r["point"], r["horizon"], r["doublings"], r["looks"]) for r in longer] == [
