@@ -35,7 +35,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from lbrepro.core.claims import STRADDLES, UNDECIDED, VERDICT, Claim
+from lbrepro.core.claims import STRADDLES, VERDICT, Claim
 from lbrepro.core.rows import SIMULATED
 
 __all__ = ["doublings_of", "extended_params", "lengthen", "merge_extension", "plan_extension"]
@@ -74,10 +74,8 @@ def plan_extension(
     extendable = set(extendable)
     plan: dict[str, int] = {}
     for claim in claims:
-        if claim.kind != VERDICT or claim.status != UNDECIDED or not claim.runs:
-            continue
-        entry = claim.to_dict()
-        if entry["reason"] != STRADDLES:  # an invalid run, or a control reproduced too
+        # undecided because it straddles: not an invalid run, nor a control reproduced too
+        if claim.kind != VERDICT or not claim.runs or claim.to_dict()["reason"] != STRADDLES:
             continue
         factor = float(claim.length_needed)
         if not 1.0 < factor < math.inf or not set(claim.runs) <= extendable:

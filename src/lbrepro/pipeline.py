@@ -117,7 +117,7 @@ class Plan:
     def extendable(self, artifact_id: str) -> bool:
         """Whether the artifact has points a workflow extension can run longer (rule
         extend_points runs only for such an artifact)."""
-        return registry.get(artifact_id).extendable(self.packed(artifact_id)[0])
+        return bool(registry.get(artifact_id).extendable(self.packed(artifact_id)[0]))
 
     def extension_params(self, artifact_id: str) -> dict[str, Any]:
         """The params of rule extend_points: what its points' numbers depend on (seed,
@@ -358,10 +358,11 @@ def extend_points(
     until no undecided claim is within reach — sequential doubling, a look per round.
     """
     artifact = registry.get(artifact_id)
-    first = _verified_rows(config, artifact_id, inputs)
-    table = points(config, artifact_id)
-    key = artifact.run_length
-    extendable = {p for p, params in table.items() if key is not None and key in params}
+    the_plan = plan(config)
+    first = _verified_rows(config, artifact_id, inputs, the_plan)
+    table = the_plan.packed(artifact_id)[0]  # the points, computed once for both
+    key = str(artifact.run_length)
+    extendable = artifact.extendable(table)
     extend = compute_simulation(config).get("extend")
     extend = DEFAULT_EXTEND if extend is None else int(extend)
     cfg = artifact_config(config, artifact_id)
@@ -376,7 +377,7 @@ def extend_points(
             break
         looks += 1
         for point_id, k in todo.items():
-            params = extended_params(table[point_id], str(key), k)
+            params = extended_params(table[point_id], key, k)
             log.info(
                 "%s/%s: run 2^%d times longer (%s = %s)", artifact_id, point_id, k, key, params[key]
             )
@@ -461,12 +462,17 @@ def collect_table(
 
 
 def _verified_rows(
-    config: Mapping[str, Any] | None, artifact_id: str | None, inputs: Sequence[str | Path]
+    config: Mapping[str, Any] | None,
+    artifact_id: str | None,
+    inputs: Sequence[str | Path],
+    the_plan: Plan | None = None,
 ) -> list[dict[str, Any]]:
     """The rows of an artifact's job tables, each verified against its plan and digest
-    record first (with ``config`` and ``artifact_id``) and recomputed if it is not complete."""
+    record first (with ``config`` and ``artifact_id``; ``the_plan`` if the caller has it) and
+    recomputed if it is not complete."""
     rows: list[dict[str, Any]] = []
-    the_plan = plan(config) if config is not None and artifact_id is not None else None
+    if the_plan is None and config is not None and artifact_id is not None:
+        the_plan = plan(config)
     for path in inputs:
         if the_plan is not None and artifact_id is not None:
             problem = job_table_problem(the_plan, artifact_id, path)

@@ -109,9 +109,11 @@ class Artifact:
     #: something else, e.g. a trace's length).
     run_length: str | None = "horizon"
 
-    def extendable(self, points: Mapping[str, Mapping[str, Any]]) -> bool:
-        """Whether any of ``points`` can be run longer (has the :attr:`run_length` key)."""
-        return self.run_length is not None and any(self.run_length in p for p in points.values())
+    def extendable(self, points: Mapping[str, Mapping[str, Any]]) -> set[str]:
+        """The ids of ``points`` that can be run longer (they have the :attr:`run_length` key;
+        none when it is None)."""
+        key = self.run_length
+        return {p for p, params in points.items() if key is not None and key in params}
 
     def caption_text(self, cfg: Mapping[str, Any] | None) -> str:
         """The caption, its configured numbers filled in from ``cfg``."""
