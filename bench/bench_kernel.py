@@ -8,8 +8,8 @@ Usage, from the repository root with the virtual environment active::
         --N 1000 --lam 0.9 --d 2 --horizon 20000 --warmup 1000 --repeats 3
 
 It compiles ``refsim_supermarket.c`` with ``gcc -O3 -march=native`` into ``bench/refsim``
-(source from ``--refsim-source``, default ``../shared/bench/refsim_supermarket.c`` relative to
-the repository root, then ``/work/shared/bench/``; without it only our kernel runs), calls
+(source from ``--refsim-source``, default ``bench/refsim_supermarket.c``, the C reference
+kept beside this script; without it only our kernel runs), calls
 our kernel once to exclude numba compilation, then runs C and our kernel alternately
 ``--repeats`` times on the same JSQ(d) workload (samples with replacement, as the C code
 does) and reports the median events per second of each and their ratio — a ratio, because
@@ -43,15 +43,14 @@ from lbrepro.sim.occupancy import simulate_occupancy
 
 REPO = Path(__file__).resolve().parent.parent
 BENCH = REPO / "bench"
-DEFAULT_SOURCE = REPO.parent / "shared" / "bench" / "refsim_supermarket.c"
-FALLBACK_SOURCE = Path("/work/shared/bench/refsim_supermarket.c")
+DEFAULT_SOURCE = BENCH / "refsim_supermarket.c"
 SEED = 12345
 TAIL_LEVELS = 7
 
 
 def compile_refsim(source: Path | None) -> Path | None:
     """Compile the C anchor into bench/refsim; None (with a message) if impossible."""
-    candidates = [source] if source is not None else [DEFAULT_SOURCE, FALLBACK_SOURCE]
+    candidates = [source] if source is not None else [DEFAULT_SOURCE]
     found = next((p for p in candidates if p is not None and p.is_file()), None)
     if found is None:
         print(
