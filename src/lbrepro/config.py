@@ -223,12 +223,54 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
     return dict(data)
 
 
+#: The file in which a paper package ships the default sections of its artifacts.
+PAPER_DEFAULTS = "config.yaml"
+
+
+def paper_defaults() -> dict[str, Any]:
+    """The default config sections that paper packages ship (``<package>/config.yaml``).
+
+    A paper installed as a plugin (entry-point group ``lbrepro.papers``) brings its own
+    defaults, so that ``snakemake`` runs it with no file of lbrepro edited; lbrepro's own
+    papers keep theirs in ``config/config.yaml`` and ship none. A package may only set its
+    own artifacts' sections (ids starting with its slug): it cannot change the seed, the
+    shared ``simulation`` keys or another paper.
+    """
+    from importlib.util import find_spec
+
+    from lbrepro.artifacts.registry import paper_packages
+
+    defaults: dict[str, Any] = {}
+    for slug, module in paper_packages().items():
+        spec = find_spec(module)
+        locations = list(spec.submodule_search_locations or []) if spec else []
+        for location in locations:
+            path = Path(location) / PAPER_DEFAULTS
+            if not path.is_file():
+                continue
+            for key, section in read_config_file(path).items():
+                if not str(key).startswith(f"{slug}-"):
+                    raise ConfigError(
+                        f"{path}: {key}",
+                        f"a paper's defaults may only set its own artifacts ({slug}-…)",
+                    )
+                defaults[key] = section
+    return defaults
+
+
+def with_paper_defaults(config: Mapping[str, Any]) -> dict[str, Any]:
+    """``config`` with the sections plugins ship by default added where it has none (a
+    section given in a config file replaces nothing of it: the file's keys win)."""
+    return deep_merge(paper_defaults(), config)
+
+
 def load_config(*paths: str | Path) -> dict[str, Any]:
-    """Read YAML config files and merge them left to right (later files override)."""
+    """Read YAML config files and merge them left to right (later files override), over the
+    default sections of papers installed as plugins (:func:`with_paper_defaults`)."""
     config: dict[str, Any] = {}
     for path in paths:
         config = deep_merge(config, read_config_file(path))
-    return config
+    return with_paper_defaults(config) if paths else config
 
 
 def retype_command_line(overrides: Mapping[str, Any]) -> dict[str, Any]:

@@ -20,7 +20,12 @@ from lbrepro.artifacts.registry import (
 )
 from lbrepro.core.runlock import clear_stale_locks, forget_run, record_run
 from snakemake_interface_executor_plugins.settings import ExecMode
-from lbrepro.config import deep_merge, read_config_file, retype_command_line
+from lbrepro.config import (
+    deep_merge,
+    read_config_file,
+    retype_command_line,
+    with_paper_defaults,
+)
 from lbrepro.core.errors import ConfigError
 from lbrepro.pipeline import (
     DEFAULT_MEM_MB,
@@ -38,6 +43,8 @@ try:
     # `--config "simulation={batches: 5}"`: Snakemake reads a nested value's scalars as text
     # ('5'); read them as a config file would (lbrepro.config.retype_command_line).
     config.update(deep_merge(config, retype_command_line(workflow.config_settings.config)))
+    # Papers installed as plugins run with the defaults they ship (lbrepro.config).
+    config.update(with_paper_defaults(config))
     validate_config(config)  # base schema (lbrepro/schemas) + each paper's schema.yaml
 except ConfigError as err:
     # One clear line naming the key, before any job runs (no traceback); exit code 2.

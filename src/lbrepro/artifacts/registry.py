@@ -1,8 +1,16 @@
 """The artifact registry: the one list the Snakefile, the CLI and the report all read.
 
-A paper is a package ``lbrepro.artifacts.<slug>`` whose ``__init__`` declares ``PAPER`` (its
-text and its artifacts); the registry discovers every such package, so adding a paper edits no
-list here. Each artifact is declared once, in its own module, with the functions that make it:
+A paper is a Python package whose ``__init__`` declares ``PAPER`` (its text and its artifacts).
+The registry finds papers two ways, merged into one list: the entry-point group
+``lbrepro.papers`` of every installed distribution (name: the paper's slug; value: its
+package — lbrepro declares its own papers there too, and a researcher's package of their own
+adds a paper the same way, with no file of lbrepro edited), and the packages under
+``lbrepro/artifacts/`` of the running source tree (a paper added inside a checkout, before any
+install). Naming rules, checked here: a slug is lower-case letters (``[a-z]+``, the
+workflow's wildcard), an artifact id starts with its paper's slug and a hyphen, and no two
+papers or artifacts share an id.
+
+Each artifact is declared once, in its own module, with the functions that make it:
 ``points(cfg)`` → parameter points, ``compute(params, seed)`` → tidy rows,
 ``plot(rows, cfg)`` → a matplotlib figure, ``check(rows, cfg)`` → claims, ``summary(rows)`` →
 a small wide table for the report, ``memory(params)`` → the bytes one point allocates, by the
@@ -17,14 +25,17 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from lbrepro.core.claims import Claim
+from lbrepro.core.errors import ConfigError
 
 Rows = list[dict[str, Any]]
 #: Prose about an artifact: fixed, or formatted from its merged config section.
@@ -159,14 +170,88 @@ def _add_paper(paper: Paper) -> None:
         ARTIFACTS[artifact.id] = artifact
 
 
-def paper_packages() -> list[str]:
-    """The module names of every paper under ``lbrepro.artifacts`` (found, not listed)."""
+#: The entry-point group through which installed distributions add papers.
+ENTRY_POINT_GROUP = "lbrepro.papers"
+#: A paper's slug: the workflow's ``{slug}`` wildcard and the first word of its artifact ids.
+SLUG = re.compile(r"[a-z]+")
+#: An artifact id: the workflow's ``{artifact}`` wildcard (lower-case words joined by hyphens).
+ARTIFACT_ID = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
+
+
+class PaperDiscoveryError(ConfigError):
+    """A paper that cannot be registered: one line naming it (slug or module) and why; the CLI
+    and the workflow print it as they print a bad config value (exit code 2)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(ENTRY_POINT_GROUP, message)
+
+
+def _in_tree_papers() -> dict[str, str]:
+    """slug → module of every paper package under ``lbrepro/artifacts`` (found, not listed)."""
     package = __name__.rpartition(".")[0]  # lbrepro.artifacts, whose directory holds this file
-    return [
-        f"{package}.{info.name}"
+    return {
+        info.name: f"{package}.{info.name}"
         for info in pkgutil.iter_modules([str(Path(__file__).parent)])
         if info.name != "registry" and not info.name.startswith("_")
-    ]
+    }
+
+
+def _entry_point_papers() -> dict[str, str]:
+    """slug → module of every paper an installed distribution declares in ``lbrepro.papers``."""
+    found: dict[str, str] = {}
+    for entry in entry_points(group=ENTRY_POINT_GROUP):
+        if entry.name in found and found[entry.name] != entry.value:
+            raise PaperDiscoveryError(
+                f"paper slug {entry.name!r} is declared by two installed packages "
+                f"({found[entry.name]} and {entry.value})"
+            )
+        found[entry.name] = entry.value
+    return found
+
+
+def paper_packages() -> dict[str, str]:
+    """slug → module name of every paper: installed entry points and the in-tree packages.
+
+    The same slug from both routes must name the same module (lbrepro's own papers are
+    declared as entry points and also lie in the tree); a slug that breaks the naming rule is
+    refused with one line.
+    """
+    papers_found = _entry_point_papers()
+    for slug, module in _in_tree_papers().items():
+        other = papers_found.setdefault(slug, module)
+        if other != module:
+            raise PaperDiscoveryError(
+                f"paper slug {slug!r} is declared by an installed package ({other}) and lies "
+                f"in lbrepro's tree ({module}): rename one"
+            )
+    for slug, module in papers_found.items():
+        if not SLUG.fullmatch(slug):
+            raise PaperDiscoveryError(
+                f"paper {module}: slug {slug!r} must be lower-case letters only ([a-z]+)"
+            )
+    return dict(sorted(papers_found.items()))
+
+
+def _import_paper(slug: str, module_name: str) -> Paper:
+    """The ``PAPER`` a paper module declares, checked against its slug and naming rules."""
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as err:
+        raise PaperDiscoveryError(f"paper {slug!r}: cannot import {module_name}: {err}") from err
+    paper = getattr(module, "PAPER", None)
+    if not isinstance(paper, Paper):
+        raise PaperDiscoveryError(f"paper {slug!r}: {module_name} declares no PAPER = Paper(...)")
+    if paper.slug != slug:
+        raise PaperDiscoveryError(
+            f"paper {module_name}: declared as {slug!r} but its PAPER.slug is {paper.slug!r}"
+        )
+    for artifact in paper.artifacts:
+        if not ARTIFACT_ID.fullmatch(artifact.id) or not artifact.id.startswith(f"{slug}-"):
+            raise PaperDiscoveryError(
+                f"paper {slug!r}: artifact id {artifact.id!r} must be lower-case words joined "
+                f"by hyphens and start with {slug + '-'!r}"
+            )
+    return paper
 
 
 def _load() -> None:
@@ -175,11 +260,8 @@ def _load() -> None:
     if _loaded:
         return
     found: dict[str, Paper] = {}
-    for name in paper_packages():
-        module = importlib.import_module(name)
-        paper = getattr(module, "PAPER", None)
-        if isinstance(paper, Paper):
-            found[paper.slug] = paper
+    for slug, name in paper_packages().items():
+        found[slug] = _import_paper(slug, name)
     for paper in sorted(found.values(), key=lambda p: (p.order, p.slug)):
         _add_paper(paper)
     for artifact in ARTIFACTS.values():
@@ -210,11 +292,11 @@ def get(artifact_id: str) -> Artifact:
     """
     if artifact_id not in ARTIFACTS:
         prefix = artifact_id.split("-", 1)[0]
-        for name in paper_packages():
-            if name.rpartition(".")[2] == prefix:
-                paper = getattr(importlib.import_module(name), "PAPER", None)
-                if isinstance(paper, Paper) and any(a.id == artifact_id for a in paper.artifacts):
-                    return next(a for a in paper.artifacts if a.id == artifact_id)
+        name = paper_packages().get(prefix)
+        if name is not None:
+            paper = _import_paper(prefix, name)
+            if any(a.id == artifact_id for a in paper.artifacts):
+                return next(a for a in paper.artifacts if a.id == artifact_id)
     if artifact_id in ARTIFACTS:
         return ARTIFACTS[artifact_id]
     _load()
@@ -242,7 +324,7 @@ def config_schema_sections() -> tuple[dict[str, Any], dict[str, Any]]:
     _load()
     sections: dict[str, Any] = {}
     defs: dict[str, Any] = {}
-    for name in paper_packages():
+    for name in paper_packages().values():
         module = importlib.import_module(name)
         if not hasattr(module, "__path__"):
             continue

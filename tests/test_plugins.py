@@ -1,0 +1,163 @@
+"""Papers as plugins: an installed distribution adds a paper through the entry-point group
+``lbrepro.papers`` (lbrepro.artifacts.registry), with its default config sections
+(lbrepro.config.paper_defaults); the naming rules are enforced with one line each.
+
+The fake distributions here are written by hand (a package and a ``.dist-info`` with its
+``entry_points.txt``, as pip would install them) on a path of their own, and every check runs
+in a subprocess so that the discovered papers never leak into this test process.
+tests/test_example_plugin.py installs the real example (``examples/lbrepro-jiq``) with pip.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+PAPER_INIT = """
+from lbrepro.artifacts.registry import Artifact, Paper
+
+def _points(cfg):
+    return {{"p1": {{"x": cfg["x"]}}}}
+
+ARTIFACT = Artifact(
+    id="{artifact}", slug="{slug}", kind="table", title="A plugin's table",
+    caption="A caption.", methods=("CF",), points=_points,
+    compute=lambda params, seed: [], check=lambda rows, cfg: [],
+    cost=lambda p: 0.0, memory=lambda p: {{"x": 8.0}},
+)
+PAPER = Paper(
+    slug="{slug}", title="A plugin paper", authors="A. Researcher", citation="-",
+    summary="-", artifacts=(ARTIFACT,),
+)
+"""
+
+SCHEMA = """
+{artifact}:
+  type: object
+  additionalProperties: false
+  required: [x]
+  properties:
+    x: {{type: number}}
+"""
+
+
+def _distribution(
+    root: Path,
+    *,
+    name: str = "plugpaper",
+    slug: str = "plug",
+    artifact: str = "plug-table",
+    defaults: str | None = "{artifact}:\n  x: 1.5\n",
+) -> Path:
+    """A paper package ``name`` and its dist-info declaring it under ``slug``, in ``root``."""
+    package = root / name
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(
+        PAPER_INIT.format(slug=slug, artifact=artifact), encoding="utf-8"
+    )
+    (package / "schema.yaml").write_text(SCHEMA.format(artifact=artifact), encoding="utf-8")
+    if defaults is not None:
+        (package / "config.yaml").write_text(defaults.format(artifact=artifact), encoding="utf-8")
+    info = root / f"{name}-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n", encoding="utf-8"
+    )
+    (info / "entry_points.txt").write_text(f"[lbrepro.papers]\n{slug} = {name}\n", encoding="utf-8")
+    return root
+
+
+def _python(path: Path, code: str) -> subprocess.CompletedProcess[str]:
+    env = os.environ | {"PYTHONPATH": os.pathsep.join([str(path), str(SRC)])}
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_an_installed_paper_is_discovered_with_its_defaults(tmp_path: Path) -> None:
+    path = _distribution(tmp_path)
+    out = _python(
+        path,
+        """
+        from lbrepro.artifacts import registry
+        from lbrepro.config import CONFIG_PATH, load_config
+        from lbrepro.pipeline import validate_config, plan
+        assert registry.paper_packages()["plug"] == "plugpaper"
+        assert "plug" in registry.papers() and registry.get("plug-table").slug == "plug"
+        config = load_config(CONFIG_PATH)
+        assert config["plug-table"] == {"x": 1.5}
+        validate_config(config)
+        assert "plug-table" in [a.id for a in registry.enabled(config)]
+        print("ok", len(registry.all_artifacts()))
+        """,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[0] == "ok" and int(out.stdout.split()[1]) >= 2
+
+
+def test_a_config_file_overrides_a_plugins_defaults(tmp_path: Path) -> None:
+    path = _distribution(tmp_path)
+    (tmp_path / "mine.yaml").write_text("plug-table:\n  x: 7\n", encoding="utf-8")
+    out = _python(
+        path,
+        f"""
+        from lbrepro.config import CONFIG_PATH, load_config
+        print(load_config(CONFIG_PATH, {str(tmp_path / "mine.yaml")!r})["plug-table"]["x"])
+        """,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "7"
+
+
+def test_the_plugins_schema_applies(tmp_path: Path) -> None:
+    path = _distribution(tmp_path)
+    (tmp_path / "bad.yaml").write_text("plug-table:\n  x: text\n", encoding="utf-8")
+    env = os.environ | {"PYTHONPATH": os.pathsep.join([str(path), str(SRC)])}
+    out = subprocess.run(
+        [sys.executable, "-m", "lbrepro", "validate", str(tmp_path / "bad.yaml")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.count("\n") == 1 and "plug-table.x" in out.stderr, out.stderr
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"slug": "Plug2", "artifact": "Plug2-table"}, "must be lower-case letters only"),
+        ({"artifact": "table-of-plug"}, "must be lower-case words joined by hyphens and start"),
+        ({"slug": "general", "artifact": "general-extra"}, "lies in lbrepro's tree"),
+        ({"defaults": "seed: 1\n"}, "may only set its own artifacts"),
+    ],
+    ids=["slug-not-lower-case", "artifact-without-slug", "slug-clash", "defaults-set-seed"],
+)
+def test_a_paper_that_breaks_a_naming_rule_is_one_line(
+    tmp_path: Path, kwargs: dict[str, str], message: str
+) -> None:
+    """Every naming rule of docs/adding-a-paper.md, enforced where papers are discovered:
+    ``lbrepro list`` (and the workflow) stop with one line and exit code 2."""
+    path = _distribution(tmp_path, **kwargs)
+    env = os.environ | {"PYTHONPATH": os.pathsep.join([str(path), str(SRC)])}
+    command = "validate" if "defaults" in kwargs else "list"
+    args = [sys.executable, "-m", "lbrepro", command]
+    if command == "validate":
+        args.append(str(Path(SRC).parent / "config" / "config.yaml"))
+    out = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert out.returncode == 2, (out.stdout[-500:], out.stderr[-2000:])
+    assert out.stderr.count("\n") == 1 and message in out.stderr, out.stderr
