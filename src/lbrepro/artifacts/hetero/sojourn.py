@@ -420,7 +420,9 @@ def plot(rows: Rows, cfg: Mapping[str, Any]):
             sim = sorted(
                 (
                     r
-                    for r in select(rows, method="sim", system=name, policy=policy)
+                    for r in select(
+                        rows, method="sim", quantity="mean_sojourn", system=name, policy=policy
+                    )
                     if r["value"] is not None
                 ),
                 key=lambda r: r["rho"],
