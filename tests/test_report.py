@@ -854,7 +854,8 @@ def test_claim_filters_offer_what_the_summary_holds(html: str) -> None:
 def test_expected_false_decisions_count_the_looks_of_doubled_runs() -> None:
     """A verdict taken after 3 looks (a run doubled until decided) can err 3 times: the
     expected false decisions count its looks, and the headline says how many were taken."""
-    from lbrepro.report.render import _claim_view, _count
+    from lbrepro.report.claim_views import claim_view as _claim_view
+    from lbrepro.report.claim_views import count_claims as _count
 
     def entry(status: str, source: str = "paper", **extra: Any) -> dict[str, Any]:
         return {
