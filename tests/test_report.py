@@ -437,14 +437,17 @@ def test_controls_state_their_distance(html: str) -> None:
     assert "undecided: the control (near miss) is reproduced too" in section
 
 
-def test_undecided_shows_reason_and_needs_invalid_is_red(html: str) -> None:
+def test_undecided_shows_reason_and_needs_invalid_is_not_a_cross(html: str) -> None:
+    """An invalid run decides nothing: its badge is undecided (?), never the ✗ of a failure;
+    the reason, the diagnostic that failed, stays in red."""
     section = article(html, "toy-tail")
     assert (
         "undecided: the interval straddles the margin; needs: a half-width of 0.004 (4x the events)"
         in section
     )
-    row = block(section, r'(<tr class="failed"><td class="claim">mean sojourn agrees.*?</tr>)')
-    assert "✗ undecided: invalid run" in row and "badge fail" in row
+    row = block(section, r'(<tr class="invalid"><td class="claim">mean sojourn agrees.*?</tr>)')
+    assert "? undecided: invalid run" in row and "badge missing" in row
+    assert "✗" not in row and "badge fail" not in row
     assert "invalid run: failed diagnostic: work conservation at ρ = 0.9" in row
 
 

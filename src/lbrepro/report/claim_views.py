@@ -20,7 +20,13 @@ from lbrepro.core.claims import (
     UNDECIDED,
 )
 from lbrepro.report.diff import VERDICT_STATUSES, is_null, status_of
-from lbrepro.report.formatting import interval_text, margin_text, plural, readable
+from lbrepro.report.formatting import (
+    interval_text,
+    is_exact_interval,
+    margin_text,
+    plural,
+    readable,
+)
 
 MISSING = "missing"
 NO_CLAIMS = "no claims"
@@ -47,7 +53,8 @@ STATUS_ORDER = {
 MARKS = {
     REPRODUCED: "pass",
     NOT_REPRODUCED: "fail",
-    INVALID_RUN: "fail",
+    # An invalid run decides nothing either way: undecided, never a cross.
+    INVALID_RUN: "missing",
     DIAGNOSTIC_FAILED: "fail",
     UNDECIDED: "missing",
     MISSING: "missing",
@@ -59,12 +66,22 @@ MARKS = {
 
 
 def test_view(entry: Mapping[str, Any]) -> dict[str, Any]:
-    """The numbers of one test (a claim's or its control's), formatted for a table cell."""
+    """The numbers of one test (a claim's or its control's), formatted for a table cell.
+
+    An exact statistic (marked ``exact``, an exact comparison, or an interval [x, x]) is
+    shown as its value alone, with no interval.
+    """
+    exact = (
+        entry.get("exact") is True
+        or entry.get("tolerance") == "exact"
+        or is_exact_interval(entry.get("interval"))
+    )
     return {
         "outcome": str(entry.get("outcome") or ""),
         "expected": readable(entry.get("expected")),
         "measured": readable(entry.get("measured")),
-        "interval": interval_text(entry.get("interval")),
+        "interval": "" if exact else interval_text(entry.get("interval")),
+        "exact": exact,
         "margin": margin_text(entry.get("margin")),
         "tolerance": readable(entry.get("tolerance")) if entry.get("tolerance") else "",
         "details": str(entry.get("details") or ""),
@@ -125,7 +142,8 @@ def artifact_status(claims: list[dict[str, Any]] | None) -> str:
     """One word for an artifact, from its paper claims only: the worst of their outcomes.
 
     lbrepro's own checks never colour an artifact; they are counted apart (see
-    :func:`count_claims`). An invalid run is as bad as a failure: it decides nothing.
+    :func:`count_claims`). Only a paper claim not reproduced marks an artifact ✗; an invalid
+    run decides nothing either way and ranks before a plain undecided, marked ?.
     """
     if claims is None:
         return MISSING

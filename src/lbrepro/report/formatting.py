@@ -73,8 +73,22 @@ def readable(value: Any) -> str:
     return fmt(value)
 
 
+def is_exact_interval(value: Any) -> bool:
+    """Whether ``value`` is an interval of zero width ([x, x]): an exact statistic."""
+    if not (isinstance(value, (list, tuple)) and len(value) == 2):
+        return False
+    lo, hi = value
+    numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (lo, hi))
+    return numbers and lo == hi
+
+
 def interval_text(value: Any) -> str:
-    """An interval [lo, hi] with formatted bounds ("" if there is none)."""
+    """An interval [lo, hi] with formatted bounds ("" if there is none, or it is [x, x]).
+
+    An interval of zero width is an exact value, already shown as the measured number.
+    """
+    if is_exact_interval(value):
+        return ""
     if isinstance(value, (list, tuple)) and len(value) == 2:
         return f"[{fmt(value[0])}, {fmt(value[1])}]"
     return "" if value is None else readable(value)
