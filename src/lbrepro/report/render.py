@@ -42,10 +42,11 @@ from lbrepro.report.claim_views import (
     claim_view,
     conclusion,
     count_claims,
-    findings,
 )
 from lbrepro.report.formatting import duration, fmt, readable
 from lbrepro.report.manifest import verify_views  # issue 21: digests verified at render
+from lbrepro.report.mathml import math_markup
+from lbrepro.report.papers import display_name, paper_sections
 from lbrepro.report.provenance import provenance
 from lbrepro.report.records import COVERAGE_FILE, SEEDS_FILE, coverage_table, seed_stability
 from lbrepro.report.runtimes import aggregate, read_benchmarks
@@ -166,34 +167,16 @@ def build_context(
     # issue 21: digests verified at render
     manifest = verify_views(views, artifacts, root, missing=MISSING, recount=count_claims)
 
-    known = dict(papers)
-    for view in views:  # an artifact of an unlisted paper still gets a section
-        known.setdefault(view["slug"], Paper(view["slug"], view["slug"], "", "", ""))
-    sections = []
-    for slug, paper in known.items():
-        members = [v for v in views if v["slug"] == slug]
-        if members:
-            sections.append({"paper": paper, "anchor": f"paper-{slug}", "artifacts": members})
+    sections = paper_sections(views, papers)
     uncovered = [p for slug, p in papers.items() if not any(v["slug"] == slug for v in views)]
-
-    all_claims = []
-    for section in sections:
-        paper_claims = []
-        for view in section["artifacts"]:
-            for claim in view["claims"] or []:
-                paper_claims.append(
-                    {**claim, "artifact": view["id"], "paper": section["paper"].slug}
-                )
-        section["counts"] = count_claims(paper_claims)
-        section["findings"] = findings(paper_claims, section["paper"])
-        section["conclusion"] = conclusion(section["counts"], section["findings"])
-        all_claims.extend(paper_claims)
+    all_claims = [claim for section in sections for claim in section["claims"]]
     # Stable sort: failures first, then invalid runs, undecided, reproduced, the rest.
     all_claims.sort(key=lambda c: STATUS_ORDER[c["badge"]])
     counts = count_claims(all_claims) | {
         "missing": sum(v["status"] == MISSING for v in views),
         "artifacts": len(views),
-        "papers": len(sections),
+        "papers": sum(not s["baseline"] for s in sections),
+        "baseline": sum(s["baseline"] for s in sections),
         "error_rate": ERROR_RATE,
     }
     verdicts = [c for c in all_claims if c["verdict"]]
@@ -271,6 +254,8 @@ def environment(templates: Path) -> jinja2.Environment:
     )
     env.filters["fmt"] = fmt
     env.filters["duration"] = duration
+    env.filters["math"] = math_markup
+    env.filters["name"] = display_name
     return env
 
 
