@@ -65,5 +65,5 @@ def test_rendered_badges_and_exact_cells(tmp_path: Path) -> None:
     section = article(html, "toy-tail")
     assert "✗" not in section
     assert "[0.5, 0.5]" not in html
-    row = block(section, r"(<td class=\"claim\">x.*?is exact.*?</tr>)")
+    row = block(section, r"(<td class=\"claim\"><math.*?is exact.*?</tr>)")
     assert '<span class="details">exact</span>' in row

@@ -217,6 +217,7 @@ def build_context(
         "filter_statuses": filter_statuses,
         "run_config": {"path": shown_config, "href": href(config_file, out_dir)},
         "sections": sections,
+        "names": {s["paper"].slug: s["name"] for s in sections},
         "uncovered": uncovered,
         "provenance": provenance(config, source if source is not None else root),
         "manifest": manifest,
