@@ -639,7 +639,7 @@ def test_artifact_section_content(html: str) -> None:
     assert "<code>rho</code>" in section and "[0.9, 0.99]" in section
     assert "(20 items)" in section  # long lists are shortened
     summary = re.search(r'<table class="summary">(.*?)</table>', section, re.S).group(1)
-    assert "<th>u_k</th>" in summary
+    assert f"<th>{math_markup('u_k')}</th>" in summary  # a column named u_k, as mathematics
     assert summary.count("<tr>") == 1 + 8  # header + one row per table row
     assert "0.729" in summary
 
