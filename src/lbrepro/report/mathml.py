@@ -12,12 +12,14 @@ MathML element — so the template's autoescaping stays the one defence against 
 
 The subset recognised, deliberately small so that identifiers are left alone:
 
-- a *base*: one letter (Latin, Greek or ℓ) not preceded by a Latin letter, digit, ``_`` or
-  ``.`` (Greek letters are symbols of their own: ``Σγ_j`` is Σ times γ_j); a run of digits;
+- a *base*: one letter (Latin, Greek or ℓ) not preceded by a Latin letter, digit or ``_``
+  (Greek letters are symbols of their own: ``Σγ_j`` is Σ times γ_j); a run of digits;
   or a closing ``)`` / ``]``;
 - followed by one or more *scripts*: ``_`` (subscript) or ``^`` (power), each either a braced
-  group ``{…}`` (balanced, may itself hold scripts) or a single letter or digit run not
-  followed by a lower-case letter, digit or ``_`` (``γ_jC_j`` is two products).
+  group ``{…}`` (balanced, may itself hold scripts), a power in parentheses ``^(…)`` as a
+  plain-text paper writes it (``ρ^((d^k − 1)/(d − 1))``, ``N^(−s)``), or a single letter or
+  digit run not followed by a lower-case letter, digit or ``_`` (``γ_jC_j`` is two
+  products).
   So ``busy_capacity`` and ``ci_low`` stay as they are; ``u_3`` and ``d_j`` do not.
 """
 
@@ -31,24 +33,31 @@ __all__ = ["has_raw_scripts", "math_markup"]
 
 _LETTER = r"A-Za-z\u0370-\u03ff\u2113"
 #: A base: one letter that starts a word, a number, or a closing bracket.
-_BASE = re.compile(rf"(?<![A-Za-z0-9_.])(?:\d+(?:\.\d+)?|[{_LETTER}])|[)\]]")
+_BASE = re.compile(rf"(?<![A-Za-z0-9_.])\d+(?:\.\d+)?|(?<![A-Za-z0-9_])[{_LETTER}]|[)\]]")
 #: A base right after another scripted base (``γ_jC_j``): no look at what precedes it.
 _BASE_NEXT = re.compile(rf"\d+(?:\.\d+)?|[{_LETTER}]|[)\]]")
 #: An unbraced script: a single letter, or a (signed) digit run, ending the word.
 _SHORT = re.compile(rf"(?:[−-]?\d+|[{_LETTER}])(?![a-z0-9_])")
+#: What a number's base may hold before its last digit (``1.5^2``).
+_NUMBER_CHAR = re.compile(r"[\d.]")
 #: A token inside a script: a number, a letter run, or any other single character.
 _TOKEN = re.compile(rf"\d+(?:\.\d+)?|[{_LETTER}]+|\s+|.", re.S)
 #: What the report must never show once rendered: TeX-like scripts left as source.
-RAW_SCRIPT = re.compile(rf"[_^]\{{|(?<![A-Za-z0-9_.])[{_LETTER}\d)][_^][{_LETTER}\d](?![a-z0-9_])")
+RAW_SCRIPT = re.compile(
+    rf"[_^]\{{|\^\(|(?<![A-Za-z0-9_])[{_LETTER}\d)][_^][{_LETTER}\d](?![a-z0-9_])"
+)
 
 
 def _braced(text: str, start: int) -> int | None:
-    """The index just past the ``}`` matching the ``{`` at ``start`` (None if unbalanced)."""
+    """The index just past the bracket matching the ``{`` or ``(`` at ``start`` (None if
+    unbalanced)."""
+    opening = text[start]
+    closing = "}" if opening == "{" else ")"
     depth = 0
     for i in range(start, len(text)):
-        if text[i] == "{":
+        if text[i] == opening:
             depth += 1
-        elif text[i] == "}":
+        elif text[i] == closing:
             depth -= 1
             if depth == 0:
                 return i + 1
@@ -60,7 +69,8 @@ def _scripts(text: str, pos: int) -> tuple[list[tuple[str, str]], int]:
     found: list[tuple[str, str]] = []
     while pos < len(text) - 1 and text[pos] in "_^":
         kind = text[pos]
-        if text[pos + 1] == "{":
+        # A braced group, or a power written with parentheses (``N^(−s)``, plain-text style).
+        if text[pos + 1] == "{" or (kind == "^" and text[pos + 1] == "("):
             end = _braced(text, pos + 1)
             if end is None or (end == pos + 3 and text[pos + 2] == "}"):
                 break
@@ -142,8 +152,11 @@ def math_markup(text: object) -> Markup:
         if raw[pos] in "_^" and pos > 0:
             # Find the base just before the script (one character, or a run of digits).
             start = pos - 1
-            while start > 0 and raw[start].isdigit() and raw[start - 1].isdigit():
-                start -= 1
+            if raw[start].isdigit():  # a number's base starts at its first digit ("1.5^2")
+                while start > 0 and _NUMBER_CHAR.match(raw, start - 1):
+                    start -= 1
+                while not raw[start].isdigit():
+                    start += 1
             after_math = start == plain and bool(out)
             node, end = _scripted(raw, start, after_math) if start >= plain else (None, pos)
             if node is not None:
