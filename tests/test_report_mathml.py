@@ -27,6 +27,7 @@ def mathml(text: str) -> str:
         ("u^{(j)}_n", "<msubsup><mi>u</mi><mi>n</mi><mrow><mo>(</mo><mi>j</mi><mo>)</mo></mrow>"),
         ("N^(−s)", "<msup><mi>N</mi><mrow><mo>−</mo><mi>s</mi></mrow></msup>"),
         ("1.5^2", "<msup><mn>1.5</mn><mn>2</mn></msup>"),
+        ("mean^(1−d)", "<msup><mi>mean</mi><mrow><mn>1</mn><mo>−</mo><mi>d</mi></mrow></msup>"),
     ],
 )
 def test_scripts_become_mathml(text: str, expected: str) -> None:

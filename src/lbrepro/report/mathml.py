@@ -12,7 +12,8 @@ MathML element — so the template's autoescaping stays the one defence against 
 
 The subset recognised, deliberately small so that identifiers are left alone:
 
-- a *base*: one letter (Latin, Greek or ℓ) not preceded by a Latin letter, digit or ``_``
+- a *base*: a Latin word before a braced or parenthesised script (``mean^(1−d)``); else
+  one letter (Latin, Greek or ℓ) not preceded by a Latin letter, digit or ``_``
   (Greek letters are symbols of their own: ``Σγ_j`` is Σ times γ_j); a run of digits;
   or a closing ``)`` / ``]``;
 - followed by one or more *scripts*: ``_`` (subscript) or ``^`` (power), each either a braced
@@ -38,6 +39,9 @@ _BASE = re.compile(rf"(?<![A-Za-z0-9_.])\d+(?:\.\d+)?|(?<![A-Za-z0-9_])[{_LETTER
 _BASE_NEXT = re.compile(rf"\d+(?:\.\d+)?|[{_LETTER}]|[)\]]")
 #: An unbraced script: a single letter, or a (signed) digit run, ending the word.
 _SHORT = re.compile(rf"(?:[−-]?\d+|[{_LETTER}])(?![a-z0-9_])")
+#: A Latin word as the base of an explicit script, and one of its letters.
+_WORD_BASE = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z]+")
+_WORD_END = re.compile(r"[A-Za-z]")
 #: What a number's base may hold before its last digit (``1.5^2``).
 _NUMBER_CHAR = re.compile(r"[\d.]")
 #: A token inside a script: a number, a letter run, or any other single character.
@@ -112,13 +116,18 @@ def _row(text: str) -> str:
     return "".join(parts) if len(parts) == 1 else "<mrow>" + "".join(parts) + "</mrow>"
 
 
-def _scripted(text: str, pos: int, after_math: bool = False) -> tuple[str | None, int]:
+def _scripted(
+    text: str, pos: int, after_math: bool = False, word: bool = False
+) -> tuple[str | None, int]:
     """A base with its scripts at ``pos`` as one MathML element, or (None, pos).
 
     ``after_math``: ``pos`` is just past another scripted base, so a letter there starts a
-    new factor whatever precedes it.
+    new factor whatever precedes it. ``word``: the script is explicit (braced or in
+    parentheses), so a whole Latin word may be its base (``mean^(1−d)``, ``max_{i}``).
     """
     base = (_BASE_NEXT if after_math else _BASE).match(text, pos)
+    if word and base is not None and base.group().isalpha():
+        base = _WORD_BASE.match(text, pos) or base
     if base is None:
         return None, pos
     scripts, end = _scripts(text, base.end())
@@ -157,8 +166,12 @@ def math_markup(text: object) -> Markup:
                     start -= 1
                 while not raw[start].isdigit():
                     start += 1
+            word = raw[pos + 1 : pos + 2] in ("{", "(")
+            if word and _WORD_END.match(raw, start):  # an explicit script on a word: mean^(1−d)
+                while start > 0 and _WORD_END.match(raw, start - 1):
+                    start -= 1
             after_math = start == plain and bool(out)
-            node, end = _scripted(raw, start, after_math) if start >= plain else (None, pos)
+            node, end = _scripted(raw, start, after_math, word) if start >= plain else (None, pos)
             if node is not None:
                 out.append(str(escape(raw[plain:start])))
                 out.append(f'<math display="inline">{node}</math>')
