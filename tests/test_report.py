@@ -33,6 +33,7 @@ from lbrepro.core.claims import (
 from lbrepro.core.io import write_json, write_table
 from lbrepro.core.verdicts import Verdict
 from lbrepro.report import provenance as prov
+from lbrepro.report.mathml import math_markup
 from lbrepro.report.render import (
     build_context,
     conclusion,
@@ -366,13 +367,16 @@ def test_expected_false_decisions_are_stated(tree: FakeTree, html: str) -> None:
 
 
 def test_per_paper_conclusion_is_generated(html: str) -> None:
+    """The summary's row names the paper and its findings; its section states the conclusion."""
     row = block(summary(html), r'<table class="paper-counts wide">(.*?)</table>')
     assert "1 finding" in row and "2 claims" in row
+    assert "A toy paper" in row and f'<a href="#paper-toy-findings">{FINDING}</a>' in row
+    assert "1 / 2 / 0" in row  # lbrepro's checks in their own column
+    paper = block(html, r'<section class="paper" id="paper-toy">(.*?)<article')
     assert (
         "1 of 6 paper claims is reproduced; 2 not reproduced, from 1 finding (cf-defect); "
-        "3 undecided (this run cannot tell, 1 of them on an invalid run)." in row
+        "3 undecided (this run cannot tell, 1 of them on an invalid run)." in paper
     )
-    assert "1 / 2 / 0" in row  # lbrepro's checks in their own column
 
 
 def test_conclusion_follows_the_counts() -> None:
@@ -391,16 +395,18 @@ def test_conclusion_follows_the_counts() -> None:
 
 
 def test_findings_group_claims_under_the_papers_text(html: str) -> None:
-    found = block(summary(html), r'<ul class="findings">(.*?)</ul>\s*</li>\s*</ul>')
-    assert FINDING in found and FINDING_TEXT in found
-    assert "2 instances, counted as one finding" in found
-    assert "u_2 matches" in found and "u_3 matches the closed form" in found
     paper = block(html, r'<section class="paper" id="paper-toy">(.*?)<article')
-    assert FINDING_TEXT in paper and "Conclusion:" in paper
+    found = block(paper, r'<ul class="findings">(.*?)</ul>\s*</li>\s*</ul>')
+    assert FINDING in found and str(math_markup(FINDING_TEXT)) in found
+    assert "2 instances, counted as one finding" in found
+    for claim in ("u_2 matches", "u_3 matches the closed form"):
+        assert str(math_markup(claim)) in found
+    assert str(math_markup(FINDING_TEXT)) in paper and "Conclusion:" in paper
 
 
 def test_paper_claims_first_and_ours_in_their_own_table(html: str) -> None:
-    text = summary(html)
+    """Every claim is in "All claims" (folded): the paper's first, lbrepro's own apart."""
+    text = block(html, r'<section id="all-claims">(.*?)</section>')
     paper = block(text, r'<table class="wide claims paper-claims">(.*?)</table>')
     ours = block(text, r'<table class="wide claims own-checks">(.*?)</table>')
     assert "finite-N offset" not in paper and "finite-N offset" in ours
@@ -437,14 +443,17 @@ def test_controls_state_their_distance(html: str) -> None:
     assert "undecided: the control (near miss) is reproduced too" in section
 
 
-def test_undecided_shows_reason_and_needs_invalid_is_red(html: str) -> None:
+def test_undecided_shows_reason_and_needs_invalid_is_not_a_cross(html: str) -> None:
+    """An invalid run decides nothing: its badge is undecided (?), never the ✗ of a failure;
+    the reason, the diagnostic that failed, stays in red."""
     section = article(html, "toy-tail")
     assert (
         "undecided: the interval straddles the margin; needs: a half-width of 0.004 (4x the events)"
         in section
     )
-    row = block(section, r'(<tr class="failed"><td class="claim">mean sojourn agrees.*?</tr>)')
-    assert "✗ undecided: invalid run" in row and "badge fail" in row
+    row = block(section, r'(<tr class="invalid"><td class="claim">mean sojourn agrees.*?</tr>)')
+    assert "? undecided: invalid run" in row and "badge missing" in row
+    assert "✗" not in row and "badge fail" not in row
     assert "invalid run: failed diagnostic: work conservation at ρ = 0.9" in row
 
 
@@ -570,8 +579,9 @@ def test_methods_section_shows_seed_stability(tree: FakeTree, tmp_path: Path) ->
     )
     assert "undecided fraction <strong>16.7%</strong> of 6 verdicts" in methods
     moved = block(methods, r'<table class="wide seed-moved">(.*?)</table>')
-    assert "u_9 flips" in moved and "u_5" in moved and "u_1<" not in moved
-    assert moved.index("u_9 flips") < moved.index("u_5")  # flips first
+    flips, u5, u1 = (str(math_markup(t)) for t in ("u_9 flips", "u_5", "u_1"))
+    assert flips in moved and u5 in moved and u1 not in moved
+    assert moved.index(flips) < moved.index(u5)  # flips first
     per = block(methods, r'<table class="summary seed-table">(.*?)</table>')
     assert per.count("<tr>") == 1 + 3
     none = tree.render(seed_file=tmp_path / "none.json").read_text(encoding="utf-8")
@@ -629,7 +639,7 @@ def test_artifact_section_content(html: str) -> None:
     assert "<code>rho</code>" in section and "[0.9, 0.99]" in section
     assert "(20 items)" in section  # long lists are shortened
     summary = re.search(r'<table class="summary">(.*?)</table>', section, re.S).group(1)
-    assert "<th>u_k</th>" in summary
+    assert f"<th>{math_markup('u_k')}</th>" in summary  # a column named u_k, as mathematics
     assert summary.count("<tr>") == 1 + 8  # header + one row per table row
     assert "0.729" in summary
 
@@ -854,7 +864,8 @@ def test_claim_filters_offer_what_the_summary_holds(html: str) -> None:
 def test_expected_false_decisions_count_the_looks_of_doubled_runs() -> None:
     """A verdict taken after 3 looks (a run doubled until decided) can err 3 times: the
     expected false decisions count its looks, and the headline says how many were taken."""
-    from lbrepro.report.render import _claim_view, _count
+    from lbrepro.report.claim_views import claim_view as _claim_view
+    from lbrepro.report.claim_views import count_claims as _count
 
     def entry(status: str, source: str = "paper", **extra: Any) -> dict[str, Any]:
         return {

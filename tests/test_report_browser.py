@@ -10,10 +10,23 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
-from lbrepro.core.claims import write_checks
-from lbrepro.report.browser import check_page, open_page
-from test_report import fake_artifact, make_fake_tree, ours_claims
+import pytest
+
+from lbrepro.core.claims import make_claim, write_checks
+from lbrepro.core.io import write_json
+from lbrepro.report.browser import check_page, measure_layout, open_page
+from lbrepro.report.mathml import has_raw_scripts
+from test_report import (
+    DISTANCE,
+    fake_artifact,
+    make_fake_tree,
+    near_miss,
+    ours_claims,
+    toy_claims,
+    verdict,
+)
 
 
 def test_report_in_chromium(tmp_path: Path, browser: None) -> None:
@@ -54,8 +67,8 @@ def test_check_page_sees_broken_images_and_errors(tmp_path: Path, browser: None)
 
 _VISIBLE_JS = """
 return Array.from(document.querySelectorAll('tr[data-claim-row]'))
-  .filter(function (row) { return row.offsetParent !== null; })
-  .map(function (row) { return row.querySelector('td.claim').firstChild.textContent.trim(); });
+  .filter(function (row) { return row.checkVisibility(); })
+  .map(function (row) { return row.dataset.claim; });
 """
 
 
@@ -64,7 +77,7 @@ def test_claim_filters_in_chromium(tmp_path: Path, browser: None) -> None:
     contain every word; the paper, status and source filters each hide the rows they exclude;
     the count says how many are shown."""
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import Select
+    from selenium.webdriver.support.ui import Select, WebDriverWait
 
     tree = make_fake_tree(tmp_path / "tree")
     # A second paper's artifact, so the paper filter has a choice to make.
@@ -74,6 +87,13 @@ def test_claim_filters_in_chromium(tmp_path: Path, browser: None) -> None:
     out = tree.render()
 
     with open_page(out, user_data_dir=tmp_path / "chrome-profile") as driver:
+        # Every claim is folded under "All claims": closed, none is shown; a reader opens it.
+        assert driver.execute_script(_VISIBLE_JS) == []
+        # Following the contents' link to "All claims" opens the fold.
+        driver.find_element(By.CSS_SELECTOR, 'nav.toc a[href="#all-claims"]').click()
+        WebDriverWait(driver, 5).until(
+            lambda d: d.find_element(By.ID, "all-claims-detail").get_attribute("open") is not None
+        )
         everything = driver.execute_script(_VISIBLE_JS)
         count = driver.find_element(By.ID, "filter-count")
         # 6 paper claims; 5 own checks of lbrepro's and a failed diagnostic
@@ -130,3 +150,115 @@ def test_claim_filters_in_chromium(tmp_path: Path, browser: None) -> None:
         # Read once: the driver hands each log entry out only once.
         severe = [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
         assert severe == [], severe
+
+
+#: TeX-like text as the artifacts write it, in a claim, its details, a caption and a note.
+TEX = "s_{k−1} against x_{N/2} and r^{n−1} with u^{(j)}_n"
+
+
+def _wide_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A summary table of 24 columns: wider than any page, it must scroll in its own box."""
+    return [{f"column_{i}_of_a_wide_table": r["value"] * i for i in range(24)} for r in rows]
+
+
+def _crowded_tree(root: Path) -> Any:
+    """The fake tree with what makes a page overflow: long unbreakable claim texts and ids,
+    a very wide summary table, TeX-like scripts in claims, a caption and a note."""
+    tree = make_fake_tree(root)
+    full = tree.artifacts[0]
+    tree.artifacts[0] = fake_artifact(
+        full.id,
+        summary=_wide_rows,
+        caption=f"Caption with {TEX}.",
+        reconstructions=(f"A note on {TEX}",),
+    )
+    long_word = "a_very_long_identifier_without_any_break_" * 4
+    claims = [
+        *toy_claims(),
+        make_claim(
+            f"{TEX} holds for {long_word}",
+            verdict("reproduced", 0.5, 0.49, 0.51),
+            control=near_miss(),
+            distance=DISTANCE,
+            details=f"details with {TEX}",
+        ),
+    ]
+    write_checks(claims, tree.root / full.paths()["checks"])
+    return tree
+
+
+@pytest.mark.parametrize("width", [1024, 1400, 1600])
+def test_nothing_overflows(tmp_path: Path, browser: None, width: int) -> None:
+    """At 1024, 1400 and 1600 px, every fold open: no table is wider than its box (a wide data
+    table scrolls inside its own box, which fits), the page never scrolls sideways, and the
+    summary, the claims tables and Methods wrap instead of scrolling."""
+    tree = _crowded_tree(tmp_path / "tree")
+    out = tree.render()
+    layout = measure_layout(out, (width,), user_data_dir=tmp_path / "chrome-profile")[width]
+    assert layout["over"] == [], layout
+    assert layout["page_width"] <= layout["window_width"], layout
+    kept = [t for t in layout["scrolled"] if t[0] in ("summary", "all-claims", "methods")]
+    assert kept == [], kept
+    # The wide summary table does scroll in its box: the check sees a table wider than a page.
+    assert any("summary" in t[1] and t[0] == "paper-toy" for t in layout["scrolled"]), layout
+
+
+def test_summary_fits_three_screens(tmp_path: Path, browser: None) -> None:
+    """At 1400 × 1000 the summary (headline and one row per paper) ends within three screens,
+    with 6 papers of 4 findings each."""
+    from lbrepro.artifacts.registry import Paper
+
+    tree = make_fake_tree(tmp_path / "tree")
+    text = "A root cause stated with numbers, long enough to wrap onto a second line. " * 3
+    for n in range(6):
+        slug = f"paper{n}"
+        tree.papers[slug] = Paper(
+            slug,
+            "A title of a paper that is long enough to wrap in its cell " * 2,
+            "A. Author",
+            "Cited.",
+            "Summary.",
+            findings={f"finding-{i}": text for i in range(4)},
+            name=f"Author & Other ({2010 + n})",
+        )
+        art = fake_artifact(f"{slug}-art", slug=slug)
+        entries = [
+            {
+                "claim": f"claim {i}",
+                "outcome": "not reproduced",
+                "measured": 0.1,
+                "interval": [0.09, 0.11],
+                "control": None,
+                "kind": "verdict",
+                "finding": f"finding-{i}",
+            }
+            for i in range(4)
+        ]
+        write_json(entries, tree.root / art.paths()["checks"])
+        tree.artifacts.append(art)
+    out = tree.render()
+    layout = measure_layout(out, (1400,), user_data_dir=tmp_path / "chrome-profile")[1400]
+    assert 0 < layout["summary_bottom"] <= 3 * 1000, layout
+
+
+def test_no_raw_tex_in_the_page(tmp_path: Path, browser: None) -> None:
+    """What a reader sees (every fold open, code aside) holds no TeX-like source: s_{k−1},
+    x_{N/2}, r^{n−1}, u_3 are rendered as MathML, which Chromium lays out as mathematics."""
+    tree = _crowded_tree(tmp_path / "tree")
+    out = tree.render()
+    with open_page(out, user_data_dir=tmp_path / "chrome-profile") as driver:
+        text = driver.execute_script(
+            """
+            document.querySelectorAll('details').forEach(function (d) { d.open = true; });
+            var body = document.body.cloneNode(true);
+            body.querySelectorAll('code, script, style').forEach(function (e) { e.remove(); });
+            return body.textContent;
+            """
+        )
+        maths = driver.execute_script(
+            "return Array.from(document.querySelectorAll('math msub, math msup'))"
+            ".map(function (e) { return e.getBoundingClientRect().height; });"
+        )
+    assert has_raw_scripts(text) == [], has_raw_scripts(text)
+    assert "s_{" not in text and "r^{" not in text
+    assert len(maths) >= 10 and all(h > 0 for h in maths)  # laid out, not hidden

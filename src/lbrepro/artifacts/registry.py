@@ -83,6 +83,9 @@ class Paper:
     #: Where a reader finds the paper: its DOI as https://doi.org/…, else its arXiv page (the
     #: report links the citation to it; tests/test_release.py keeps it in step with CITATION.cff).
     url: str = ""
+    #: How the report names the paper: its authors and year, e.g. "Li & Lui (2010)" (the
+    #: slug if empty).
+    name: str = ""
 
 
 @dataclass(frozen=True)

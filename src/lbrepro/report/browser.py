@@ -44,6 +44,35 @@ return {boxes: boxes,
         page: document.documentElement.scrollWidth > document.documentElement.clientWidth + 1};
 """
 
+#: With every fold opened: tables that run past their box (a table in a ``.scroll`` box may
+#: scroll inside it, but the box itself must fit), tables that scroll inside their box, and the
+#: page's width against the window's. (section id, table class, pixels) per table.
+_LAYOUT_JS = """
+var summary = document.getElementById('summary');
+var summaryBottom = summary ? summary.getBoundingClientRect().bottom + window.scrollY : 0;
+document.querySelectorAll('details').forEach(function (d) { d.open = true; });
+var over = [], scrolled = [];
+document.querySelectorAll('table').forEach(function (t) {
+  var box = t.parentElement;
+  var section = t.closest('section');
+  var name = [section ? section.id : '', t.className];
+  var width = t.getBoundingClientRect().width;
+  if (box.classList.contains('scroll')) {
+    var outer = box.parentElement.clientWidth;
+    var own = box.getBoundingClientRect().width;
+    if (own > outer + 1) { over.push(name.concat([Math.round(own - outer)])); }
+    if (box.scrollWidth > box.clientWidth + 1) {
+      scrolled.push(name.concat([box.scrollWidth - box.clientWidth]));
+    }
+  } else if (width > box.clientWidth + 1) {
+    over.push(name.concat([Math.round(width - box.clientWidth)]));
+  }
+});
+return {over: over, scrolled: scrolled, summary_bottom: Math.round(summaryBottom),
+        page_width: document.documentElement.scrollWidth, window_width: window.innerWidth,
+        height: document.documentElement.scrollHeight};
+"""
+
 WIDTH = 1400
 MAX_HEIGHT = 12000
 PAGE_TIMEOUT_S = 15
@@ -153,3 +182,34 @@ def check_page(
         "overflow": [tuple(box) for box in overflow["boxes"]],
         "page_overflows": bool(overflow["page"]),
     }
+
+
+def measure_layout(
+    path: Path,
+    widths: tuple[int, ...] = (1024, 1400, 1600),
+    *,
+    height: int = 1000,
+    chromium: str | Path = CHROMIUM,
+    chromedriver: str | Path = CHROMEDRIVER,
+    user_data_dir: Path | None = None,
+) -> dict[int, dict[str, Any]]:
+    """The report's layout at each window width (``height`` px tall), every fold opened.
+
+    Per width: ``over`` ((section id, table class, px) of each table wider than its box, or of
+    its scroll box wider than the page's column), ``scrolled`` (tables that scroll inside
+    their own box), ``page_width`` and ``window_width`` (the page scrolls sideways if the first
+    exceeds the second), ``summary_bottom`` (how far down the summary ends, folds closed) and
+    ``height`` (the whole page, folds open).
+    """
+    out: dict[int, dict[str, Any]] = {}
+    with open_page(
+        path, chromium=chromium, chromedriver=chromedriver, user_data_dir=user_data_dir
+    ) as driver:
+        for width in widths:
+            driver.set_window_size(width, height)
+            driver.refresh()  # folds closed again, laid out at this width
+            layout = driver.execute_script(_LAYOUT_JS)
+            layout["over"] = [tuple(row) for row in layout["over"]]
+            layout["scrolled"] = [tuple(row) for row in layout["scrolled"]]
+            out[width] = layout
+    return out

@@ -65,4 +65,5 @@ PAPER = Paper(
         ),
     },
     url="https://doi.org/10.1007/s11134-019-09633-y",
+    name="Cardinaels, Borst & van Leeuwaarden (2019)",
 )

@@ -94,4 +94,5 @@ PAPER = Paper(
     },
     order=40,
     url="https://arxiv.org/abs/1008.3788",
+    name="Li & Lui (2010)",
 )

@@ -62,4 +62,5 @@ PAPER = Paper(
     },
     order=20,
     url="https://doi.org/10.1287/15-SSY179",
+    name="Mukhopadhyay, Karthik & Mazumdar (2016)",
 )

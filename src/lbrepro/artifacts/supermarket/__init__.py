@@ -30,4 +30,5 @@ PAPER = Paper(
     artifacts=(tail.ARTIFACT, accuracy.ARTIFACT),
     order=10,
     url="https://doi.org/10.1109/71.963420",
+    name="Mitzenmacher (2001)",
 )

@@ -27,4 +27,5 @@ PAPER = Paper(
     artifacts=(fluid.ARTIFACT, diffusion.ARTIFACT, overhead.ARTIFACT),
     order=60,
     url="https://doi.org/10.1145/3003977.3003990",
+    name="Mukherjee et al. (2016)",
 )

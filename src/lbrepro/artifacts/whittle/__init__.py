@@ -49,4 +49,5 @@ PAPER = Paper(
     ),
     order=30,
     url="https://arxiv.org/abs/1810.07782",
+    name="Ayesta, Gupta & Verloop (2018)",
 )
