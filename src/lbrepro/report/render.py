@@ -34,11 +34,12 @@ from lbrepro.core.claims import (
 )
 from lbrepro.core.io import atomic_write_text, read_json, read_table
 from lbrepro.pipeline import artifact_config
+from lbrepro.report.checks_file import read_checks
 from lbrepro.report.diff import VERDICT_STATUSES, is_null, status_of
 from lbrepro.report.manifest import verify_views  # issue 21: digests verified at render
 from lbrepro.report.provenance import provenance
 from lbrepro.report.runtimes import aggregate, read_benchmarks
-from lbrepro.report.sanitize import finalize, read_json_bounded  # issue 21: hostile text
+from lbrepro.report.sanitize import finalize  # issue 21: hostile text
 
 TEMPLATE = "index.html.j2"
 #: Rows of an artifact's summary table shown in the report (the CSV holds them all).
@@ -268,11 +269,9 @@ def _claims(path: Path, shown: str) -> tuple[list[dict[str, Any]] | None, str]:
     if not path.is_file():
         return None, f"claim checks not produced (expected {shown})"
     try:
-        data = read_json_bounded(path)
-    except (OSError, UnicodeDecodeError, ValueError) as err:
+        data = read_checks(path)
+    except (OSError, ValueError) as err:
         return None, f"claim checks unreadable ({shown}): {err}"
-    if not isinstance(data, list) or not all(isinstance(c, Mapping) for c in data):
-        return None, f"claim checks malformed ({shown}): expected a list of objects"
     return [_claim_view(entry) for entry in data], ""
 
 
