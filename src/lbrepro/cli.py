@@ -258,6 +258,7 @@ def _run_model(args: argparse.Namespace) -> dict[str, Any]:
             with event_budget(args.max_events), _best_effort_stderr():
                 result = _as_json(model.simulate(**kwargs))
             _check_measured(result, kwargs, model.load)
+            result = _judge_run(model, kwargs, result)
     out = {"model": model.name, "params": echo} | result
     notes = sorted({f"{w.category.__name__}: {str(w.message).splitlines()[0]}" for w in caught})
     if notes:
@@ -294,6 +295,154 @@ def _check_measured(result: dict[str, Any], kwargs: dict[str, Any], load: str) -
             f"no job arrived in horizon {horizon:g} (--{load} {kwargs.get(load, 0):g}): no "
             "sojourn time was measured; lengthen --horizon or raise --" + load,
         )
+
+
+def _measured_time(result: dict[str, Any], kwargs: dict[str, Any]) -> float:
+    """The simulated time the estimates average over: horizon minus the warm-up used."""
+    horizon = float(result.get("horizon") or kwargs["horizon"])
+    warmup = result.get("warmup_used", result.get("warmup", kwargs.get("warmup")))
+    warmup = 0.1 * float(kwargs["horizon"]) if warmup is None else float(warmup)
+    return max(horizon - warmup, 0.0)
+
+
+def _work_conservation(
+    model: Model, kwargs: dict[str, Any], result: dict[str, Any]
+) -> dict[str, Any] | None:
+    """The pipeline's work-conservation diagnostic on a command-line run, or None if the model
+    has no such identity: the run's busy fraction must be consistent with its exact value (the
+    99.9% interval plus the resolution 1/(N·T) covers it), else the run is not in equilibrium
+    and none of its numbers can be trusted."""
+    conserved = model.conservation(result) if model.conservation is not None else None
+    if conserved is None or not all(
+        math.isfinite(v) for v in (conserved.mean, conserved.low, conserved.high)
+    ):
+        return None
+    from lbrepro.core.stats import Estimate
+    from lbrepro.core.verdicts import REPRODUCED
+    from lbrepro.judging.tails import work_conservation
+
+    N = int(result.get("N") or kwargs.get("N") or 1)
+    batches = int(result.get("batches") or kwargs.get("batches") or 20)
+    half = (conserved.high - conserved.low) / 2
+    u1 = Estimate(conserved.mean, conserved.low, conserved.high, half, batches, N)
+    verdict = work_conservation(u1, conserved.exact, N, _measured_time(result, kwargs))
+    return {
+        "identity": conserved.what,
+        "exact": conserved.exact,
+        "measured": conserved.mean,
+        "interval": [conserved.low, conserved.high],
+        "statistic": verdict.measured,
+        "held": verdict.outcome == REPRODUCED,
+    }
+
+
+def _interval_layout(value: Any, ci: Any) -> tuple[Any, Any] | None:
+    """(lows, highs) of a result's CI, as arrays shaped like its value, or None if the CI's
+    shape is neither [lows, highs] nor a [low, high] pair per element."""
+    import numpy as np
+
+    def array(x: Any) -> Any:
+        return np.array(x if x is not None else np.nan, dtype=float)
+
+    try:
+        v, c = array(value), array(ci)
+    except (TypeError, ValueError):
+        return None
+    options = []
+    if c.shape == (2, *v.shape):
+        options.append((c[0], c[1]))
+    if c.shape == (*v.shape, 2):
+        options.append((c[..., 0], c[..., 1]))
+    with np.errstate(invalid="ignore"):
+        for low, high in options:  # the reading whose intervals hold their values
+            if np.all(np.isnan(v) | np.isnan(low) | ((low <= v + 1e-12) & (v <= high + 1e-12))):
+                return low, high
+    return options[0] if options else None
+
+
+def _unresolved(result: dict[str, Any]) -> list[str]:
+    """Estimates the run did not resolve — zero throughout, reported as 0 in [0, 0] — set to
+    null (value and interval) in ``result``; their names (``u[0][5]``)."""
+    import numpy as np
+
+    names = []
+    cis = result.get("ci")
+    if not isinstance(cis, dict):
+        return names
+    for name, ci in cis.items():
+        value = result.get(name)
+        layout = _interval_layout(value, ci) if value is not None and ci is not None else None
+        if layout is None:
+            continue
+        v = np.array(value, dtype=float)
+        low, high = layout
+        zero = (v == 0) & (low == 0) & (high == 0)
+        if not zero.any():
+            continue
+        if v.ndim == 0:
+            result[name], cis[name] = None, None
+            names.append(name)
+            continue
+        pairs = np.array(ci, dtype=object).shape == (*v.shape, 2)
+        for index in zip(*np.nonzero(zero), strict=True):
+            names.append(name + "".join(f"[{int(i)}]" for i in index))
+            _set(result[name], index, None)
+            if pairs:
+                _set(cis[name], index, [None, None])
+            else:
+                _set(cis[name][0], index, None)
+                _set(cis[name][1], index, None)
+    return names
+
+
+def _set(nested: Any, index: Sequence[Any], value: Any) -> None:
+    """``nested[i][j]… = value`` for a nested list."""
+    for i in index[:-1]:
+        nested = nested[int(i)]
+    nested[int(index[-1])] = value
+
+
+def _judge_run(model: Model, kwargs: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+    """The pipeline's checks on a command-line simulation: work conservation (a failure is a
+    stderr line and ``"work_conservation": {"held": false, …}``), and estimates the run did not
+    resolve, reported as null under ``"unresolved"`` with the events a run would need (never
+    as 0 in [0, 0], which reads as a certain answer)."""
+    result = dict(result)
+    notes: list[str] = []
+    conserved = _work_conservation(model, kwargs, result)
+    if conserved is not None:
+        result["work_conservation"] = conserved
+        if not conserved["held"]:
+            lo, hi = conserved["interval"]
+            notes.append(
+                f"work conservation fails ({conserved['identity']}): measured "
+                f"{conserved['measured']:.4g} [{lo:.4g}, {hi:.4g}], exact "
+                f"{conserved['exact']:.4g}; the run is not in equilibrium and its numbers are "
+                "not to be trusted (lengthen --horizon, raise --N or --warmup)"
+            )
+    names = _unresolved(result)
+    if names:
+        events = result.get("events_total", result.get("events"))
+        events = float(events) if isinstance(events, int | float) else math.nan
+        load = float(kwargs.get(model.load, 0.0))
+        servers = 1 if model.load == "p" else int(kwargs.get("N") or 1)
+        arrivals = load * servers * _measured_time(result, kwargs)
+        # Too few arrivals: a run long enough for about ten of them; else, beyond this run.
+        needed = events * 10.0 / arrivals if 0 < arrivals < 10 else math.nan
+        need = (
+            f"about {needed:.2g} events would give ten arrivals"
+            if math.isfinite(needed)
+            else f"it needs more than this run's {events:.4g} events"
+        )
+        result["unresolved"] = {"quantities": names, "events": events, "needs_events": needed}
+        shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+        notes.append(
+            f"not resolved by this run (zero throughout its {events:.4g} events, reported as "
+            f"null): {shown}; {need}"
+        )
+    if notes:
+        result["notes"] = notes
+    return result
 
 
 class _BestEffort(io.TextIOBase):
@@ -444,7 +593,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "diff":
             _diff(*args.runs)
         else:
-            print(json.dumps(_json_safe(_run_model(args)), indent=2, allow_nan=False))
+            out = _run_model(args)
+            for note in out.get("notes", ()):
+                _say(f"lbrepro: warning: {note}")
+            print(json.dumps(_json_safe(out), indent=2, allow_nan=False))
         sys.stdout.flush()
     except BrokenPipeError:
         # `lbrepro list | head -1`: the reader has all it wanted; say nothing more.
