@@ -301,9 +301,15 @@ def _result_rows(out: dict[str, Any]) -> list[tuple[str, str, str]]:
         if not isinstance(value, list):
             add(key, value, *_bounds(value, cis.get(key)))
             continue
+        if any(isinstance(v, dict) for v in value):
+            for i, item in enumerate(value[:TABLE_ITEMS]):
+                for sub, x in item.items() if isinstance(item, dict) else ():
+                    if not isinstance(x, dict | list):
+                        add(f"{key}[{i}].{sub}", x)
+            continue
         flat = np.array(value, dtype=object)
         if flat.dtype == object and any(isinstance(v, list) for v in flat.ravel()):
-            add(key, json.dumps(value)[:60])  # ragged: as text
+            add(key, json.dumps(value)[:60] + "…")  # ragged: as text
             continue
         layout = _interval_layout(value, cis.get(key)) if cis.get(key) is not None else None
         for n, index in enumerate(np.ndindex(flat.shape)):
