@@ -21,6 +21,7 @@ file), test_runlock.py (locks across PID namespaces), test_workflow_integrity.py
 
 from __future__ import annotations
 
+import json
 import math
 import signal
 import subprocess
@@ -909,3 +910,298 @@ def test_streams_and_environment(
     assert "Traceback" not in proc.stderr and "Warning" not in proc.stderr, proc.stderr[-2000:]
     if needle:
         assert needle in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+
+
+# ==================================================================================================
+# Issue 34, the command line: no silent wrong number, runs wherever it installs, Ctrl-C at once,
+# lbrepro diff and the report's checks files bounded and typed, one line for every error, tables.
+# ==================================================================================================
+def _occupancy(u1: float, deep: float, lam: float = 0.7) -> dict[str, Any]:
+    """A supermarket/universality/hetero result as the occupancy simulator writes it."""
+    u = [1.0, u1, 0.1, deep]
+    return {
+        "u": [u],
+        "u_all": u,
+        "mean_jobs": 1.1,
+        "ci": {
+            "u": [[[1.0, u1 - 0.01, 0.09, deep]], [[1.0, u1 + 0.01, 0.11, deep]]],
+            "u_all": [[1.0, u1 - 0.01, 0.09, deep], [1.0, u1 + 0.01, 0.11, deep]],
+            "mean_jobs": [1.0, 1.2],
+        },
+        "N": 100,
+        "lam": lam,
+        "mu": 1.0,
+        "gamma": [1.0],
+        "capacity": [1.0],
+        "horizon": 200.0,
+        "warmup_used": 20.0,
+        "batches": 20,
+        "converged": True,
+        "events": 28000,
+    }
+
+
+def _general(u1: float, deep: float) -> dict[str, Any]:
+    return {
+        "params": {"dist": "exp", "lam": 0.7, "d": 2},
+        "u": [1.0, u1, 0.1, deep],
+        "mean_jobs": 1.1,
+        "ci": {
+            "u": [[1.0, 1.0], [u1 - 0.01, u1 + 0.01], [0.09, 0.11], [deep, deep]],
+            "mean_jobs": [1.0, 1.2],
+        },
+        "N": 100,
+        "seed": 1,
+        "events": 28000,
+    }
+
+
+def _affinity(x00: float, deep: float) -> dict[str, Any]:
+    # μ1 = 1, μ2 = 0.5: throughput 1·(1 − x00 − 0.57) + 0.5·0.57 = λ = 0.7 at x00 ≈ 0.0150
+    x_i0, x_i1 = [x00, 0.2, 0.1, deep], [0.57, 0.1, 0.03, deep]
+    return {
+        "params": {"lam": 0.7, "mu1": 1.0, "mu2": 0.5, "d1": 2, "N": 100, "start": "empty"},
+        "x_i0": x_i0,
+        "x_i1": x_i1,
+        "ci": {
+            "x_i0": [
+                [v - 0.001 if v else 0.0 for v in x_i0],
+                [v + 0.001 if v else 0.0 for v in x_i0],
+            ],
+            "x_i1": [
+                [v - 0.001 if v else 0.0 for v in x_i1],
+                [v + 0.001 if v else 0.0 for v in x_i1],
+            ],
+        },
+        "events": 28000,
+        "horizon": 200.0,
+        "warmup": 20.0,
+        "batches": 20,
+    }
+
+
+SIM_ARGS = ["--N", "100", "--horizon", "200"]
+HETERO = ["--lam", "0.7", "--gamma", "0.5,0.5", "--C", "1,1", "--d", "2,2"]
+# (model, arguments, a result failing work conservation, a result holding it)
+CONSERVATION_CASES = [
+    ("supermarket", ["--lam", "0.7", "--d", "2"], _occupancy(0.3, 0.01), _occupancy(0.7, 0.01)),
+    ("universality", ["--lam", "0.7", "--d", "2"], _occupancy(0.9, 0.01), _occupancy(0.7, 0.01)),
+    ("hetero", HETERO, _occupancy(0.001, 0.01), _occupancy(0.7, 0.01)),
+    ("general", ["--dist", "lomax:1.0001", "--lam", "0.7", "--d", "2"], _general(7e-4, 1e-5),
+     _general(0.7, 1e-5)),
+    ("affinity", ["--lam", "0.7", "--d1", "2"], _affinity(0.3, 0.01), _affinity(0.015, 0.01)),
+]  # fmt: skip
+# (model, arguments, a result with a quantity zero throughout the run, its name)
+UNRESOLVED_CASES = [
+    ("supermarket", ["--lam", "0.7", "--d", "2"], _occupancy(0.7, 0.0), "u[0][3]"),
+    ("universality", ["--lam", "0.7", "--d", "2"], _occupancy(0.7, 0.0), "u_all[3]"),
+    ("hetero", HETERO, _occupancy(0.7, 0.0), "u[0][3]"),
+    ("general", ["--lam", "0.7", "--d", "2"], _general(0.7, 0.0), "u[3]"),
+    ("affinity", ["--lam", "0.7", "--d1", "2"], _affinity(0.015, 0.0), "x_i1[3]"),
+    (
+        "whittle",
+        ["--p", "1e-7", "--q", "0.5", "--d", "1"],
+        {"mean_cost": 0.0, "mean_jobs": 0.0, "ci": {"mean_cost": [0.0, 0.0],
+         "mean_jobs": [0.0, 0.0]}, "N": 1, "seed": 1, "events": 1010},
+        "mean_jobs",
+    ),
+]  # fmt: skip
+
+
+_MODELS = cli.models
+
+
+def _canned(monkeypatch: pytest.MonkeyPatch, name: str, result: dict[str, Any]) -> None:
+    """``lbrepro simulate <name>`` returning ``result`` (the model's own flags and checks)."""
+    import dataclasses
+    import functools
+
+    real = _MODELS()[name]
+
+    @functools.wraps(real.simulate)
+    def simulate(**kwargs: Any) -> dict[str, Any]:
+        return json.loads(json.dumps(result))
+
+    fake = dataclasses.replace(real, simulate=simulate)
+    monkeypatch.setattr(cli, "models", lambda: {**_MODELS(), name: fake})
+
+
+@pytest.mark.parametrize(
+    ("name", "argv", "broken", "sound"), CONSERVATION_CASES, ids=[c[0] for c in CONSERVATION_CASES]
+)
+def test_cli_run_failing_work_conservation_says_so(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    name: str,
+    argv: list[str],
+    broken: dict[str, Any],
+    sound: dict[str, Any],
+) -> None:
+    """The pipeline's diagnostic on every simulate model: a run whose busy fraction is not the
+    load warns in one stderr line and says ``held: false``; a sound run holds it, silently."""
+    for result, held in ((broken, False), (sound, True)):
+        _canned(monkeypatch, name, result)
+        assert cli.main(["simulate", name, *argv, *SIM_ARGS, "--format", "json"]) == 0
+        out, err = capsys.readouterr()
+        assert json.loads(out)["work_conservation"]["held"] is held, out
+        assert ("lbrepro: warning: work conservation fails" in err) is not held, err
+        assert err.count("\n") == (0 if held else 1), err
+
+
+@pytest.mark.parametrize(
+    ("name", "argv", "result", "quantity"), UNRESOLVED_CASES, ids=[c[0] for c in UNRESOLVED_CASES]
+)
+def test_cli_quantity_not_resolved_is_never_zero_in_zero_zero(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    name: str,
+    argv: list[str],
+    result: dict[str, Any],
+    quantity: str,
+) -> None:
+    """Zero throughout the run, with a zero-width interval, reads as a certain 0: it is null,
+    listed as unresolved with the events the run had, and said on stderr."""
+    _canned(monkeypatch, name, result)
+    horizon = ["--horizon", "1000"] if name == "whittle" else SIM_ARGS
+    assert cli.main(["simulate", name, *argv, *horizon, "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    data = json.loads(out)
+    assert quantity in data["unresolved"]["quantities"], data
+    assert data["unresolved"]["events"] > 0
+    assert "not resolved by this run" in err and quantity in err and err.count("\n") == 1
+    assert "[0.0, 0.0]" not in json.dumps(data["ci"]) and "[0, 0]" not in out
+
+
+def test_cli_whittle_unresolved_names_the_events_it_needs(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """p = 1e-7, horizon 1000: about 1e-4 arrivals; ten need ~1e8 slots."""
+    _canned(monkeypatch, "whittle", UNRESOLVED_CASES[-1][2])
+    argv = ["simulate", "whittle", "--p", "1e-7", "--q", "0.5", "--d", "1", "--horizon", "1000"]
+    assert cli.main([*argv, "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["mean_jobs"] is None and data["mean_cost"] is None
+    assert data["unresolved"]["needs_events"] == pytest.approx(1010 * 10 / (1e-7 * 900))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("argv", "field"),
+    [
+        (["general", "--dist", "lomax:1.0001", "--lam", "0.7", "--d", "2", "--N", "10",
+          "--horizon", "2000"], "work_conservation"),
+        (["whittle", "--p", "1e-7", "--q", "0.5", "--d", "1", "--horizon", "1000"], "unresolved"),
+    ],
+    ids=["general-lomax", "whittle-p1e-7"],
+)  # fmt: skip
+def test_cli_issue_cases_end_to_end(argv: list[str], field: str) -> None:
+    """The two reported runs, as a user runs them."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "lbrepro", "simulate", *argv],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.startswith("lbrepro: warning: ") and proc.stderr.count("\n") == 1
+    assert field in json.loads(proc.stdout)
+
+
+READ_ONLY = """
+import sys
+from numba.core import caching
+caching.CacheImpl._locator_classes = []  # what a read-only install with no writable home sees
+from lbrepro import cli
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "argv", [["--help"], ["list"], ["solve", "affinity", "--lam", "0.5", "--d1", "2"]]
+)
+def test_no_writable_numba_cache_compiles_in_memory(argv: list[str]) -> None:
+    """No locator for numba's cache (a read-only install, HOME unwritable): one warning line,
+    the command works."""
+    proc = subprocess.run(
+        [sys.executable, "-c", READ_ONLY, *argv], capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip()
+    assert proc.stderr.count("\n") == 1 and "numba cache" in proc.stderr, proc.stderr
+
+
+def test_no_kernel_compiles_at_import_or_parser_build() -> None:
+    """Decorating is lazy; building every sub-command's flags compiles nothing."""
+    from numba.core.dispatcher import Dispatcher
+
+    cli.build_parser()
+    kernels = [
+        (name, key)
+        for name, module in list(sys.modules.items())
+        if name.startswith("lbrepro")
+        for key, value in vars(module).items()
+        if isinstance(value, Dispatcher)
+    ]
+    assert len(kernels) > 20
+    compiled = [k for k in kernels if getattr(sys.modules[k[0]], k[1]).signatures]
+    assert not compiled, compiled
+
+
+def test_unwritable_cache_falls_back_once(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    """The fallback itself: a kernel declared with cache=True and no cache locator still runs,
+    and the warning is one line per process."""
+    from numba.core import caching
+
+    from lbrepro.sim import compilation
+
+    monkeypatch.setattr(caching.CacheImpl, "_locator_classes", [])
+    monkeypatch.setattr(compilation, "_warned", False)
+
+    def twice(x: float) -> float:
+        return 2.0 * x
+
+    kernels = [compilation.njit(cache=True)(twice) for _ in range(3)]
+    assert kernels[0](2.0) == 4.0
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+INTERRUPTED = [
+    ["affinity", "--lam", "0.7", "--d1", "2", "--N", "1000", "--horizon", "1e6"],
+    ["supermarket", "--lam", "0.9", "--d", "2", "--N", "1000", "--horizon", "1e6"],
+    ["general", "--dist", "erlang:2", "--lam", "0.9", "--d", "2", "--N", "1000",
+     "--horizon", "1e6"],
+    ["whittle", "--p", "0.5", "--q", "0.5,0.5", "--d", "1,1", "--horizon", "1e9"],
+]  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("argv", INTERRUPTED, ids=[a[0] for a in INTERRUPTED])
+def test_ctrl_c_stops_a_simulation_within_a_second(argv: list[str]) -> None:
+    """SIGINT while the kernel runs: exit 130 with one line, within 1 s (the kernel never
+    returns to Python in that time)."""
+    import os
+    import time
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lbrepro", "simulate", *argv, "--progress", "off"]
+        if argv[0] == "supermarket"
+        else [sys.executable, "-m", "lbrepro", "simulate", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    # Wait for the simulation's child process (the kernel running), at most 5 minutes.
+    import psutil
+
+    deadline = time.monotonic() + 300
+    while not psutil.Process(proc.pid).children() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(3.0)  # into the kernel
+    start = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    took = time.monotonic() - start
+    assert proc.returncode == 130 and err == "lbrepro: interrupted\n", err[-2000:]
+    assert took < 1.0, took
+    assert os.getpid()  # the test process itself was not signalled
