@@ -1205,3 +1205,188 @@ def test_ctrl_c_stops_a_simulation_within_a_second(argv: list[str]) -> None:
     assert proc.returncode == 130 and err == "lbrepro: interrupted\n", err[-2000:]
     assert took < 1.0, took
     assert os.getpid()  # the test process itself was not signalled
+
+
+# --------------------------------------- lbrepro diff and the report's checks files
+def _checks(entries: list[dict[str, Any]]) -> str:
+    return json.dumps(entries)
+
+
+def _entry(text: str, outcome: str = "reproduced", measured: Any = 0.5) -> dict[str, Any]:
+    return {
+        "claim": text,
+        "outcome": outcome,
+        "measured": measured,
+        "interval": [0.49, 0.51] if isinstance(measured, float) and measured == measured else None,
+    }
+
+
+def _run_tree(root: Path, content: str | None, *, special: str = "") -> Path:
+    """A run folder whose one checks file holds ``content`` (or is a FIFO, /dev/zero…)."""
+    folder = root / "results" / "toy"
+    folder.mkdir(parents=True)
+    path = folder / "toy-tail.checks.json"
+    if special == "fifo":
+        import os
+
+        os.mkfifo(path)
+    elif special == "device":
+        path.symlink_to("/dev/zero")
+    elif special == "huge":
+        with path.open("wb") as f:  # sparse: 1 GB on paper, nothing on disk
+            f.truncate(2**30)
+    else:
+        path.write_text(content or "")
+    return root
+
+
+DEEP = "[" * 200_000 + "]" * 200_000
+# (case, content of B's checks file or a special file, needle of the one error line)
+DIFF_REFUSED = [
+    ("fifo", None, "fifo", "not a regular file"),
+    ("dev-zero", None, "device", "not a regular file"),
+    ("1GB", None, "huge", "bytes"),
+    ("nested-200000", DEEP, "", "nested"),
+    ("passed-as-text", _checks([{**_entry("a"), "passed": "true"}]), "", "passed"),
+    ("outcome-as-bool", _checks([{**_entry("a"), "outcome": True}]), "", "outcome"),
+    ("measured-nested", _checks([_entry("a", measured=[[[[[0.5]]]]])]), "", "measured"),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "content", "special", "needle"), DIFF_REFUSED, ids=[c[0] for c in DIFF_REFUSED]
+)
+def test_diff_of_a_hostile_checks_file_is_one_line(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    case: str,
+    content: str | None,
+    special: str,
+    needle: str,
+) -> None:
+    """Bounded, regular files only, typed: one line naming the file, exit 2, never a hang."""
+    good = _run_tree(tmp_path / "a", _checks([_entry("a")]))
+    bad = _run_tree(tmp_path / "b", content, special=special)
+    code = cli.main(["diff", str(good), str(bad)])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.startswith("lbrepro: error: ") and err.count("\n") == 1, err[:300]
+    assert "toy-tail.checks.json" in err and needle in err, err
+
+
+# (case, A's entries, B's entries, what the output must hold, what it must not)
+DIFF_CASES = [
+    (
+        "escape-in-text",
+        [_entry("tail \x1b[2J\x1b]0;owned\x07 ok")],
+        [_entry("tail \x1b[2J\x1b]0;owned\x07 ok", "not reproduced")],
+        "\\x1b[2J",
+        "\x1b",
+    ),
+    (
+        "newline-forges-a-line",
+        [_entry("x\n0 claims in both: 0 changed status")],
+        [_entry("x\n0 claims in both: 0 changed status", "not reproduced")],
+        "x\\n0 claims",
+        "\n0 claims in both: 0 changed",
+    ),
+    (
+        "shared-text-flip",
+        [_entry("u_k ok"), _entry("u_k ok")],
+        [_entry("u_k ok"), _entry("u_k ok", "not reproduced")],
+        "1 changed status",
+        "0 changed status",
+    ),
+    (
+        "nan-to-nan",
+        [_entry("a", measured=float("nan"))],
+        [_entry("a", measured=float("nan"))],
+        "0 moved by more than their interval",
+        "statistic  ",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "a", "b", "present", "absent"), DIFF_CASES, ids=[c[0] for c in DIFF_CASES]
+)
+def test_diff_output_is_terminal_safe_and_matches_claims_by_identity(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    case: str,
+    a: list[dict[str, Any]],
+    b: list[dict[str, Any]],
+    present: str,
+    absent: str,
+) -> None:
+    run_a = _run_tree(tmp_path / "a", _checks(a))
+    run_b = _run_tree(tmp_path / "b", _checks(b))
+    assert cli.main(["diff", str(run_a), str(run_b)]) == 0
+    out = capsys.readouterr().out
+    assert present in out and absent not in out, out
+
+
+REPORT_CHECKS_REFUSED = [
+    ("passed-as-text", _checks([{**_entry("a"), "passed": "true"}]), "passed"),
+    ("invalid-as-bool", _checks([{**_entry("a"), "invalid": False}]), "invalid"),
+    ("looks-as-text", _checks([{**_entry("a"), "looks": "3"}]), "looks"),
+    ("nested-40", _checks([_entry("a", measured=json.loads("[" * 40 + "]" * 40))]), "nested"),
+    ("control-not-object", _checks([{**_entry("a"), "control": "reproduced"}]), "control"),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "content", "needle"), REPORT_CHECKS_REFUSED, ids=[c[0] for c in REPORT_CHECKS_REFUSED]
+)
+def test_report_names_a_mistyped_or_deep_checks_file(
+    tmp_path: Path, case: str, content: str, needle: str
+) -> None:
+    """The report's reading: a field of the wrong type or a file nested too deep is a note on
+    its artifact, never counted (the string "true" is not a boolean)."""
+    from lbrepro.report import render
+
+    path = tmp_path / "toy-tail.checks.json"
+    path.write_text(content)
+    claims, note = render._claims(path, "results/toy/toy-tail.checks.json")
+    assert claims is None and needle in note and "toy-tail.checks.json" in note, note
+
+
+# --------------------------------------------- every error a user can cause: one line
+ONE_LINE = [
+    ["diff", "run\nlbrepro: forged line", "other"],
+    ["diff", "run\x1b[2J", "other"],
+    ["validate", "conf\nforged.yaml"],
+]
+
+
+@pytest.mark.parametrize("argv", ONE_LINE, ids=["diff-newline", "diff-escape", "validate-nl"])
+def test_error_naming_a_hostile_path_is_one_safe_line(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("lbrepro: error: ") and err.count("\n") == 1, err
+    assert "\x1b" not in err
+
+
+# ------------------------------------------------------------ a command line for people
+def test_solve_prints_a_table_when_asked_and_json_by_default(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["solve", "supermarket", "--lam", "0.9", "--d", "2"]
+    assert cli.main([*argv, "--format", "table"]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[0].startswith("lbrepro solve supermarket: lam = 0.9, d = 2")
+    assert table[2].split() == ["quantity", "value", "95%", "interval"]
+    assert any(line.split()[:2] == ["u[1]", "0.9"] for line in table)
+    assert cli.main(argv) == 0  # not a terminal: JSON, as scripts expect
+    assert json.loads(capsys.readouterr().out)["model"] == "supermarket"
+
+
+def test_list_has_a_header_and_the_papers_names(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["list", "--format", "table"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:3] == ["artifact", "paper", "kind"]
+    assert set(lines[1]) <= {"-", " "}
+    tail = next(line for line in lines if line.startswith("supermarket-tail"))
+    assert "baseline" in tail
