@@ -1267,7 +1267,17 @@ def test_diff_of_a_hostile_checks_file_is_one_line(
     """Bounded, regular files only, typed: one line naming the file, exit 2, never a hang."""
     good = _run_tree(tmp_path / "a", _checks([_entry("a")]))
     bad = _run_tree(tmp_path / "b", content, special=special)
-    code = cli.main(["diff", str(good), str(bad)])
+
+    def hung(*_: Any) -> None:
+        raise TimeoutError("lbrepro diff hung")
+
+    previous = signal.signal(signal.SIGALRM, hung)  # a blocked read fails the test, not hangs
+    signal.alarm(60)
+    try:
+        code = cli.main(["diff", str(good), str(bad)])
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
     err = capsys.readouterr().err
     assert code == 2, err
     assert err.startswith("lbrepro: error: ") and err.count("\n") == 1, err[:300]
