@@ -79,10 +79,11 @@ def test_diff_finds_moves_and_one_sided_claims(runs: tuple[Path, Path]) -> None:
     a, b = runs
     diff = diff_trees(load_tree(a), load_tree(b))
     assert diff["compared"] == 5
-    assert diff["status"] == [{"key": ("toy-tail", "flips"), "a": REPRODUCED, "b": NOT_REPRODUCED}]
-    assert [s["key"] for s in diff["statistic"]] == [("toy-tail", "drifts")]
-    assert diff["only_a"] == [("toy-tail", "gone")]
-    assert diff["only_b"] == [("toy-tail", "new")]
+    flip = {"key": ("toy-tail", "flips", 0), "a": REPRODUCED, "b": NOT_REPRODUCED}
+    assert diff["status"] == [flip]
+    assert [s["key"] for s in diff["statistic"]] == [("toy-tail", "drifts", 0)]
+    assert diff["only_a"] == [("toy-tail", "gone", 0)]
+    assert diff["only_b"] == [("toy-tail", "new", 0)]
 
 
 def test_identical_runs_do_not_differ(runs: tuple[Path, Path]) -> None:

@@ -21,6 +21,7 @@ file), test_runlock.py (locks across PID namespaces), test_workflow_integrity.py
 
 from __future__ import annotations
 
+import json
 import math
 import signal
 import subprocess
@@ -911,3 +912,493 @@ def test_streams_and_environment(
     assert "Traceback" not in proc.stderr and "Warning" not in proc.stderr, proc.stderr[-2000:]
     if needle:
         assert needle in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+
+
+# ==================================================================================================
+# Issue 34, the command line: no silent wrong number, runs wherever it installs, Ctrl-C at once,
+# lbrepro diff and the report's checks files bounded and typed, one line for every error, tables.
+# ==================================================================================================
+def _occupancy(u1: float, deep: float, lam: float = 0.7) -> dict[str, Any]:
+    """A supermarket/universality/hetero result as the occupancy simulator writes it."""
+    u = [1.0, u1, 0.1, deep]
+    return {
+        "u": [u],
+        "u_all": u,
+        "mean_jobs": 1.1,
+        "ci": {
+            "u": [[[1.0, u1 - 0.01, 0.09, deep]], [[1.0, u1 + 0.01, 0.11, deep]]],
+            "u_all": [[1.0, u1 - 0.01, 0.09, deep], [1.0, u1 + 0.01, 0.11, deep]],
+            "mean_jobs": [1.0, 1.2],
+        },
+        "N": 100,
+        "lam": lam,
+        "mu": 1.0,
+        "gamma": [1.0],
+        "capacity": [1.0],
+        "horizon": 200.0,
+        "warmup_used": 20.0,
+        "batches": 20,
+        "converged": True,
+        "events": 28000,
+    }
+
+
+def _general(u1: float, deep: float) -> dict[str, Any]:
+    return {
+        "params": {"dist": "exp", "lam": 0.7, "d": 2},
+        "u": [1.0, u1, 0.1, deep],
+        "mean_jobs": 1.1,
+        "ci": {
+            "u": [[1.0, 1.0], [u1 - 0.01, u1 + 0.01], [0.09, 0.11], [deep, deep]],
+            "mean_jobs": [1.0, 1.2],
+        },
+        "N": 100,
+        "seed": 1,
+        "events": 28000,
+    }
+
+
+def _affinity(x00: float, deep: float) -> dict[str, Any]:
+    # μ1 = 1, μ2 = 0.5: throughput 1·(1 − x00 − 0.57) + 0.5·0.57 = λ = 0.7 at x00 ≈ 0.0150
+    x_i0, x_i1 = [x00, 0.2, 0.1, deep], [0.57, 0.1, 0.03, deep]
+    return {
+        "params": {"lam": 0.7, "mu1": 1.0, "mu2": 0.5, "d1": 2, "N": 100, "start": "empty"},
+        "x_i0": x_i0,
+        "x_i1": x_i1,
+        "ci": {
+            "x_i0": [
+                [v - 0.001 if v else 0.0 for v in x_i0],
+                [v + 0.001 if v else 0.0 for v in x_i0],
+            ],
+            "x_i1": [
+                [v - 0.001 if v else 0.0 for v in x_i1],
+                [v + 0.001 if v else 0.0 for v in x_i1],
+            ],
+        },
+        "events": 28000,
+        "horizon": 200.0,
+        "warmup": 20.0,
+        "batches": 20,
+    }
+
+
+SIM_ARGS = ["--N", "100", "--horizon", "200"]
+HETERO = ["--lam", "0.7", "--gamma", "0.5,0.5", "--C", "1,1", "--d", "2,2"]
+# (model, arguments, a result failing work conservation, a result holding it)
+CONSERVATION_CASES = [
+    ("supermarket", ["--lam", "0.7", "--d", "2"], _occupancy(0.3, 0.01), _occupancy(0.7, 0.01)),
+    ("universality", ["--lam", "0.7", "--d", "2"], _occupancy(0.9, 0.01), _occupancy(0.7, 0.01)),
+    ("hetero", HETERO, _occupancy(0.001, 0.01), _occupancy(0.7, 0.01)),
+    ("general", ["--dist", "lomax:1.0001", "--lam", "0.7", "--d", "2"], _general(7e-4, 1e-5),
+     _general(0.7, 1e-5)),
+    ("affinity", ["--lam", "0.7", "--d1", "2"], _affinity(0.3, 0.01), _affinity(0.015, 0.01)),
+]  # fmt: skip
+# (model, arguments, a result with a quantity zero throughout the run, its name)
+UNRESOLVED_CASES = [
+    ("supermarket", ["--lam", "0.7", "--d", "2"], _occupancy(0.7, 0.0), "u[0][3]"),
+    ("universality", ["--lam", "0.7", "--d", "2"], _occupancy(0.7, 0.0), "u_all[3]"),
+    ("hetero", HETERO, _occupancy(0.7, 0.0), "u[0][3]"),
+    ("general", ["--lam", "0.7", "--d", "2"], _general(0.7, 0.0), "u[3]"),
+    ("affinity", ["--lam", "0.7", "--d1", "2"], _affinity(0.015, 0.0), "x_i1[3]"),
+    (
+        "whittle",
+        ["--p", "1e-7", "--q", "0.5", "--d", "1"],
+        {"mean_cost": 0.0, "mean_jobs": 0.0, "ci": {"mean_cost": [0.0, 0.0],
+         "mean_jobs": [0.0, 0.0]}, "N": 1, "seed": 1, "events": 1010},
+        "mean_jobs",
+    ),
+]  # fmt: skip
+
+
+_MODELS = cli.models
+
+
+def _canned(monkeypatch: pytest.MonkeyPatch, name: str, result: dict[str, Any]) -> None:
+    """``lbrepro simulate <name>`` returning ``result`` (the model's own flags and checks)."""
+    import dataclasses
+    import functools
+
+    real = _MODELS()[name]
+
+    @functools.wraps(real.simulate)
+    def simulate(**kwargs: Any) -> dict[str, Any]:
+        return json.loads(json.dumps(result))
+
+    fake = dataclasses.replace(real, simulate=simulate)
+    monkeypatch.setattr(cli, "models", lambda: {**_MODELS(), name: fake})
+
+
+@pytest.mark.parametrize(
+    ("name", "argv", "broken", "sound"), CONSERVATION_CASES, ids=[c[0] for c in CONSERVATION_CASES]
+)
+def test_cli_run_failing_work_conservation_says_so(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    name: str,
+    argv: list[str],
+    broken: dict[str, Any],
+    sound: dict[str, Any],
+) -> None:
+    """The pipeline's diagnostic on every simulate model: a run whose busy fraction is not the
+    load warns in one stderr line and says ``held: false``; a sound run holds it, silently."""
+    for result, held in ((broken, False), (sound, True)):
+        _canned(monkeypatch, name, result)
+        assert cli.main(["simulate", name, *argv, *SIM_ARGS, "--format", "json"]) == 0
+        out, err = capsys.readouterr()
+        assert json.loads(out)["work_conservation"]["held"] is held, out
+        assert ("lbrepro: warning: work conservation fails" in err) is not held, err
+        assert err.count("\n") == (0 if held else 1), err
+
+
+@pytest.mark.parametrize(
+    ("name", "argv", "result", "quantity"), UNRESOLVED_CASES, ids=[c[0] for c in UNRESOLVED_CASES]
+)
+def test_cli_quantity_not_resolved_is_never_zero_in_zero_zero(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    name: str,
+    argv: list[str],
+    result: dict[str, Any],
+    quantity: str,
+) -> None:
+    """Zero throughout the run, with a zero-width interval, reads as a certain 0: it is null,
+    listed as unresolved with the events the run had, and said on stderr."""
+    _canned(monkeypatch, name, result)
+    horizon = ["--horizon", "1000"] if name == "whittle" else SIM_ARGS
+    assert cli.main(["simulate", name, *argv, *horizon, "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    data = json.loads(out)
+    assert quantity in data["unresolved"]["quantities"], data
+    assert data["unresolved"]["events"] > 0
+    assert "not resolved by this run" in err and quantity in err and err.count("\n") == 1
+    assert "[0.0, 0.0]" not in json.dumps(data["ci"]) and "[0, 0]" not in out
+
+
+def test_cli_whittle_unresolved_names_the_events_it_needs(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """p = 1e-7, horizon 1000: about 1e-4 arrivals; ten need ~1e8 slots."""
+    _canned(monkeypatch, "whittle", UNRESOLVED_CASES[-1][2])
+    argv = ["simulate", "whittle", "--p", "1e-7", "--q", "0.5", "--d", "1", "--horizon", "1000"]
+    assert cli.main([*argv, "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["mean_jobs"] is None and data["mean_cost"] is None
+    assert data["unresolved"]["needs_events"] == pytest.approx(1010 * 10 / (1e-7 * 900))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("argv", "field"),
+    [
+        (["general", "--dist", "lomax:1.0001", "--lam", "0.7", "--d", "2", "--N", "10",
+          "--horizon", "2000"], "work_conservation"),
+        (["whittle", "--p", "1e-7", "--q", "0.5", "--d", "1", "--horizon", "1000"], "unresolved"),
+    ],
+    ids=["general-lomax", "whittle-p1e-7"],
+)  # fmt: skip
+def test_cli_issue_cases_end_to_end(argv: list[str], field: str) -> None:
+    """The two reported runs, as a user runs them."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "lbrepro", "simulate", *argv],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.startswith("lbrepro: warning: ") and proc.stderr.count("\n") == 1
+    assert field in json.loads(proc.stdout)
+
+
+READ_ONLY = """
+import sys
+from numba.core import caching
+caching.CacheImpl._locator_classes = []  # what a read-only install with no writable home sees
+from lbrepro import cli
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "argv", [["--help"], ["list"], ["solve", "affinity", "--lam", "0.5", "--d1", "2"]]
+)
+def test_no_writable_numba_cache_compiles_in_memory(argv: list[str]) -> None:
+    """No locator for numba's cache (a read-only install, HOME unwritable): one warning line,
+    the command works."""
+    proc = subprocess.run(
+        [sys.executable, "-c", READ_ONLY, *argv], capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip()
+    assert proc.stderr.count("\n") == 1 and "numba cache" in proc.stderr, proc.stderr
+
+
+def test_no_kernel_compiles_at_import_or_parser_build() -> None:
+    """Decorating is lazy; building every sub-command's flags compiles nothing."""
+    from numba.core.dispatcher import Dispatcher
+
+    cli.build_parser()
+    kernels = [
+        (name, key)
+        for name, module in list(sys.modules.items())
+        if name.startswith("lbrepro")
+        for key, value in vars(module).items()
+        if isinstance(value, Dispatcher)
+    ]
+    assert len(kernels) > 20
+    compiled = [k for k in kernels if getattr(sys.modules[k[0]], k[1]).signatures]
+    assert not compiled, compiled
+
+
+def test_unwritable_cache_falls_back_once(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    """The fallback itself: a kernel declared with cache=True and no cache locator still runs,
+    and the warning is one line per process."""
+    from numba.core import caching
+
+    from lbrepro.sim import compilation
+
+    monkeypatch.setattr(caching.CacheImpl, "_locator_classes", [])
+    monkeypatch.setattr(compilation, "_warned", False)
+
+    def twice(x: float) -> float:
+        return 2.0 * x
+
+    kernels = [compilation.njit(cache=True)(twice) for _ in range(3)]
+    assert kernels[0](2.0) == 4.0
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+INTERRUPTED = [
+    ["affinity", "--lam", "0.7", "--d1", "2", "--N", "1000", "--horizon", "1e6"],
+    ["supermarket", "--lam", "0.9", "--d", "2", "--N", "1000", "--horizon", "1e6"],
+    ["general", "--dist", "erlang:2", "--lam", "0.9", "--d", "2", "--N", "1000",
+     "--horizon", "1e6"],
+    ["whittle", "--p", "0.5", "--q", "0.5,0.5", "--d", "1,1", "--horizon", "1e9"],
+]  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("argv", INTERRUPTED, ids=[a[0] for a in INTERRUPTED])
+def test_ctrl_c_stops_a_simulation_within_a_second(argv: list[str]) -> None:
+    """SIGINT while the kernel runs: exit 130 with one line, within 1 s (the kernel never
+    returns to Python in that time)."""
+    import os
+    import time
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lbrepro", "simulate", *argv, "--progress", "off"]
+        if argv[0] == "supermarket"
+        else [sys.executable, "-m", "lbrepro", "simulate", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    # Wait for the simulation's child process (the kernel running), at most 5 minutes.
+    import psutil
+
+    deadline = time.monotonic() + 300
+    while not psutil.Process(proc.pid).children() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(3.0)  # into the kernel
+    start = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    took = time.monotonic() - start
+    assert proc.returncode == 130 and err == "lbrepro: interrupted\n", err[-2000:]
+    assert took < 1.0, took
+    assert os.getpid()  # the test process itself was not signalled
+
+
+# --------------------------------------- lbrepro diff and the report's checks files
+def _checks(entries: list[dict[str, Any]]) -> str:
+    return json.dumps(entries)
+
+
+def _entry(text: str, outcome: str = "reproduced", measured: Any = 0.5) -> dict[str, Any]:
+    return {
+        "claim": text,
+        "outcome": outcome,
+        "measured": measured,
+        "interval": [0.49, 0.51] if isinstance(measured, float) and measured == measured else None,
+    }
+
+
+def _run_tree(root: Path, content: str | None, *, special: str = "") -> Path:
+    """A run folder whose one checks file holds ``content`` (or is a FIFO, /dev/zero…)."""
+    folder = root / "results" / "toy"
+    folder.mkdir(parents=True)
+    path = folder / "toy-tail.checks.json"
+    if special == "fifo":
+        import os
+
+        os.mkfifo(path)
+    elif special == "device":
+        path.symlink_to("/dev/zero")
+    elif special == "huge":
+        with path.open("wb") as f:  # sparse: 1 GB on paper, nothing on disk
+            f.truncate(2**30)
+    else:
+        path.write_text(content or "")
+    return root
+
+
+DEEP = "[" * 200_000 + "]" * 200_000
+# (case, content of B's checks file or a special file, needle of the one error line)
+DIFF_REFUSED = [
+    ("fifo", None, "fifo", "not a regular file"),
+    ("dev-zero", None, "device", "not a regular file"),
+    ("1GB", None, "huge", "bytes"),
+    ("nested-200000", DEEP, "", "nested"),
+    ("passed-as-text", _checks([{**_entry("a"), "passed": "true"}]), "", "passed"),
+    ("outcome-as-bool", _checks([{**_entry("a"), "outcome": True}]), "", "outcome"),
+    ("measured-nested", _checks([_entry("a", measured=[[[[[0.5]]]]])]), "", "measured"),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "content", "special", "needle"), DIFF_REFUSED, ids=[c[0] for c in DIFF_REFUSED]
+)
+def test_diff_of_a_hostile_checks_file_is_one_line(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    case: str,
+    content: str | None,
+    special: str,
+    needle: str,
+) -> None:
+    """Bounded, regular files only, typed: one line naming the file, exit 2, never a hang."""
+    good = _run_tree(tmp_path / "a", _checks([_entry("a")]))
+    bad = _run_tree(tmp_path / "b", content, special=special)
+
+    def hung(*_: Any) -> None:
+        raise TimeoutError("lbrepro diff hung")
+
+    previous = signal.signal(signal.SIGALRM, hung)  # a blocked read fails the test, not hangs
+    signal.alarm(60)
+    try:
+        code = cli.main(["diff", str(good), str(bad)])
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.startswith("lbrepro: error: ") and err.count("\n") == 1, err[:300]
+    assert "toy-tail.checks.json" in err and needle in err, err
+
+
+# (case, A's entries, B's entries, what the output must hold, what it must not)
+DIFF_CASES = [
+    (
+        "escape-in-text",
+        [_entry("tail \x1b[2J\x1b]0;owned\x07 ok")],
+        [_entry("tail \x1b[2J\x1b]0;owned\x07 ok", "not reproduced")],
+        "\\x1b[2J",
+        "\x1b",
+    ),
+    (
+        "newline-forges-a-line",
+        [_entry("x\n0 claims in both: 0 changed status")],
+        [_entry("x\n0 claims in both: 0 changed status", "not reproduced")],
+        "x\\n0 claims",
+        "\n0 claims in both: 0 changed",
+    ),
+    (
+        "shared-text-flip",
+        [_entry("u_k ok"), _entry("u_k ok")],
+        [_entry("u_k ok"), _entry("u_k ok", "not reproduced")],
+        "1 changed status",
+        "0 changed status",
+    ),
+    (
+        "nan-to-nan",
+        [_entry("a", measured=float("nan"))],
+        [_entry("a", measured=float("nan"))],
+        "0 moved by more than their interval",
+        "statistic  ",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "a", "b", "present", "absent"), DIFF_CASES, ids=[c[0] for c in DIFF_CASES]
+)
+def test_diff_output_is_terminal_safe_and_matches_claims_by_identity(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    case: str,
+    a: list[dict[str, Any]],
+    b: list[dict[str, Any]],
+    present: str,
+    absent: str,
+) -> None:
+    run_a = _run_tree(tmp_path / "a", _checks(a))
+    run_b = _run_tree(tmp_path / "b", _checks(b))
+    assert cli.main(["diff", str(run_a), str(run_b)]) == 0
+    out = capsys.readouterr().out
+    assert present in out and absent not in out, out
+
+
+REPORT_CHECKS_REFUSED = [
+    ("passed-as-text", _checks([{**_entry("a"), "passed": "true"}]), "passed"),
+    ("invalid-as-bool", _checks([{**_entry("a"), "invalid": False}]), "invalid"),
+    ("looks-as-text", _checks([{**_entry("a"), "looks": "3"}]), "looks"),
+    ("nested-40", _checks([_entry("a", measured=json.loads("[" * 40 + "]" * 40))]), "nested"),
+    ("control-not-object", _checks([{**_entry("a"), "control": "reproduced"}]), "control"),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "content", "needle"), REPORT_CHECKS_REFUSED, ids=[c[0] for c in REPORT_CHECKS_REFUSED]
+)
+def test_report_names_a_mistyped_or_deep_checks_file(
+    tmp_path: Path, case: str, content: str, needle: str
+) -> None:
+    """The report's reading: a field of the wrong type or a file nested too deep is a note on
+    its artifact, never counted (the string "true" is not a boolean)."""
+    from lbrepro.report import render
+
+    path = tmp_path / "toy-tail.checks.json"
+    path.write_text(content)
+    claims, note = render._claims(path, "results/toy/toy-tail.checks.json")
+    assert claims is None and needle in note and "toy-tail.checks.json" in note, note
+
+
+# --------------------------------------------- every error a user can cause: one line
+ONE_LINE = [
+    ["diff", "run\nlbrepro: forged line", "other"],
+    ["diff", "run\x1b[2J", "other"],
+    ["validate", "conf\nforged.yaml"],
+]
+
+
+@pytest.mark.parametrize("argv", ONE_LINE, ids=["diff-newline", "diff-escape", "validate-nl"])
+def test_error_naming_a_hostile_path_is_one_safe_line(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("lbrepro: error: ") and err.count("\n") == 1, err
+    assert "\x1b" not in err
+
+
+# ------------------------------------------------------------ a command line for people
+def test_solve_prints_a_table_when_asked_and_json_by_default(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["solve", "supermarket", "--lam", "0.9", "--d", "2"]
+    assert cli.main([*argv, "--format", "table"]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[0].startswith("lbrepro solve supermarket: lam = 0.9, d = 2")
+    assert table[2].split() == ["quantity", "value", "95%", "interval"]
+    assert any(line.split()[:2] == ["u[1]", "0.9"] for line in table)
+    assert cli.main(argv) == 0  # not a terminal: JSON, as scripts expect
+    assert json.loads(capsys.readouterr().out)["model"] == "supermarket"
+
+
+def test_list_has_a_header_and_the_papers_names(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["list", "--format", "table"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:3] == ["artifact", "paper", "kind"]
+    assert set(lines[1]) <= {"-", " "}
+    tail = next(line for line in lines if line.startswith("supermarket-tail"))
+    assert "baseline" in tail

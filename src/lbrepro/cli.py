@@ -142,6 +142,16 @@ def _add_params(parser: argparse.ArgumentParser, model: Model, command: str) -> 
         )
 
 
+def _add_format(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--format",
+        choices=("table", "json"),
+        default=None,
+        help="table (for a person) or json (for a script); default: a table on a terminal, "
+        "JSON otherwise",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser, with one sub-parser per model for solve and simulate."""
     parser = _Parser(prog="lbrepro", description=__doc__.split("\n\n")[0])
@@ -149,7 +159,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     p_list = sub.add_parser("list", help="list the artifacts the pipeline produces")
-    p_list.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p_list.add_argument("--json", action="store_true", help="print JSON (as --format json)")
+    _add_format(p_list)
 
     p_val = sub.add_parser("validate", help="validate config files (merged left to right)")
     p_val.add_argument("configs", nargs="*", help="config files (default: config/config.yaml)")
@@ -158,7 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_diff.add_argument("runs", nargs=2, metavar="RUN", help="result trees (or their results/)")
 
     for command in ("solve", "simulate"):
-        p_cmd = sub.add_parser(command, help=f"{command} one model, print JSON")
+        p_cmd = sub.add_parser(command, help=f"{command} one model: a table, or JSON")
         subparsers = p_cmd.add_subparsers(
             dest="model", required=True, parser_class=_Parser, metavar="MODEL"
         )
@@ -167,6 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
                 continue
             p_model = subparsers.add_parser(name, help=f"{command} {model.help}")
             _add_params(p_model, model, command)
+            _add_format(p_model)
             if command != "simulate":
                 continue
             if model.takes(command, "replace"):
@@ -193,19 +205,145 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _list(as_json: bool) -> None:
+#: Slugs whose artifacts are the baseline every paper builds on (the supermarket model), not
+#: one paper's results.
+BASELINE = frozenset({"supermarket"})
+
+
+def _output_format(args: argparse.Namespace) -> str:
+    """``table`` or ``json``: as asked, else a table on a terminal and JSON into a pipe or a
+    file (scripts keep reading JSON)."""
+    chosen = getattr(args, "format", None)
+    if getattr(args, "json", False):
+        return "json"
+    if chosen:
+        return chosen
+    try:
+        return "table" if sys.stdout.isatty() else "json"
+    except (AttributeError, ValueError):
+        return "json"
+
+
+def _paper_name(paper: Any) -> str:
+    """The paper as a reader names it: authors and year (``Li & Lui (2010)``); the baseline
+    says so."""
+    name = getattr(paper, "name", "") or paper.slug
+    return f"baseline: {name}" if paper.slug in BASELINE else name
+
+
+def _list(args: argparse.Namespace) -> None:
     from lbrepro.artifacts import registry
 
+    papers = registry.papers()
     items = [
-        {"id": a.id, "paper": a.slug, "kind": a.kind, "methods": list(a.methods), "title": a.title}
+        {
+            "id": a.id,
+            "paper": a.slug,
+            "paper_name": _paper_name(papers[a.slug]) if a.slug in papers else a.slug,
+            "kind": a.kind,
+            "methods": list(a.methods),
+            "title": a.title,
+        }
         for a in registry.all_artifacts()
     ]
-    if as_json:
+    if _output_format(args) == "json":
         print(json.dumps(items, indent=2))
         return
-    width = max(len(i["id"]) for i in items)
-    for i in items:
-        print(f"{i['id']:<{width}}  {i['kind']:<14}  {'+'.join(i['methods']):<12}  {i['title']}")
+    rows = [
+        (i["id"], i["paper_name"], i["kind"], "+".join(i["methods"]), i["title"]) for i in items
+    ]
+    print("\n".join(_table(("artifact", "paper", "kind", "methods", "title"), rows)))
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """Left-aligned columns under a header and a rule; every cell terminal-safe."""
+    cells = [[_one_line(str(c)) for c in row] for row in [header, *rows]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+    lines = [
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells
+    ]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return lines
+
+
+def _fmt(value: Any) -> str:
+    """A number to 6 significant digits; null as an em dash."""
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+#: At most this many elements of a list are shown as rows of a table (the JSON has them all).
+TABLE_ITEMS = 12
+
+
+def _result_rows(out: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(quantity, value, 95% interval) rows of a result, lists one row per element."""
+    import numpy as np
+
+    cis = out.get("ci") if isinstance(out.get("ci"), dict) else {}
+    rows: list[tuple[str, str, str]] = []
+
+    def add(name: str, value: Any, low: Any = None, high: Any = None) -> None:
+        shown = "" if low is None or high is None else f"[{_fmt(low)}, {_fmt(high)}]"
+        rows.append((name, _fmt(value), shown))
+
+    for key, value in out.items():
+        if key in ("model", "params", "ci", "notes", "warnings", "unresolved"):
+            continue
+        if isinstance(value, dict):
+            for sub, item in value.items():
+                if not isinstance(item, dict | list):
+                    add(f"{key}.{sub}", item)
+            continue
+        if not isinstance(value, list):
+            add(key, value, *_bounds(value, cis.get(key)))
+            continue
+        if any(isinstance(v, dict) for v in value):
+            for i, item in enumerate(value[:TABLE_ITEMS]):
+                for sub, x in item.items() if isinstance(item, dict) else ():
+                    if not isinstance(x, dict | list):
+                        add(f"{key}[{i}].{sub}", x)
+            continue
+        flat = np.array(value, dtype=object)
+        if flat.dtype == object and any(isinstance(v, list) for v in flat.ravel()):
+            add(key, json.dumps(value)[:60] + "…")  # ragged: as text
+            continue
+        layout = _interval_layout(value, cis.get(key)) if cis.get(key) is not None else None
+        for n, index in enumerate(np.ndindex(flat.shape)):
+            if n == TABLE_ITEMS:
+                rows.append((f"{key}[…]", f"{flat.size - n} more in --format json", ""))
+                break
+            bounds = (layout[0][index], layout[1][index]) if layout is not None else (None, None)
+            bounds = tuple(None if b is None or b != b else float(b) for b in bounds)
+            add(key + "".join(f"[{i}]" for i in index), flat[index], *bounds)
+    return rows
+
+
+def _bounds(value: Any, ci: Any) -> tuple[Any, Any]:
+    """(low, high) of a scalar's interval, or (None, None)."""
+    if isinstance(ci, list) and len(ci) == 2 and not isinstance(ci[0], list):
+        return ci[0], ci[1]
+    return None, None
+
+
+def _print_result(out: dict[str, Any], args: argparse.Namespace) -> None:
+    """The result as JSON, or as a table for a person (see :func:`_output_format`)."""
+    if _output_format(args) == "json":
+        print(json.dumps(_json_safe(out), indent=2, allow_nan=False))
+        return
+    params = ", ".join(f"{k} = {_fmt(v)}" for k, v in out.get("params", {}).items())
+    print(_one_line(f"lbrepro {args.command} {out['model']}: {params}"))
+    print()
+    print("\n".join(_table(("quantity", "value", "95% interval"), _result_rows(out))))
+    unresolved = out.get("unresolved")
+    if unresolved:
+        print()
+        print(_one_line("unresolved (—): " + ", ".join(unresolved["quantities"])))
+    for note in out.get("warnings", ()):
+        print(_one_line(f"warning: {note}"))
 
 
 def _validate(paths: Sequence[str]) -> None:
@@ -254,15 +392,99 @@ def _run_model(args: argparse.Namespace) -> dict[str, Any]:
                 kwargs["progress"] = progress
             from lbrepro.sim.runlength import event_budget
 
-            # Progress is best effort: a closed or full stderr never costs the result.
-            with event_budget(args.max_events), _best_effort_stderr():
-                result = _as_json(model.simulate(**kwargs))
+            def run() -> tuple[dict[str, Any], list[str]]:
+                # Progress is best effort: a closed or full stderr never costs the result.
+                with warnings.catch_warnings(record=True) as inner:
+                    warnings.simplefilter("always")
+                    with event_budget(args.max_events), _best_effort_stderr():
+                        simulated = _as_json(model.simulate(**kwargs))
+                return simulated, [_note(w) for w in inner]
+
+            result, notes = interruptible(run)
+            for note in notes:
+                warnings.warn(note, _Relayed, stacklevel=1)
             _check_measured(result, kwargs, model.load)
+            result = _judge_run(model, kwargs, result)
     out = {"model": model.name, "params": echo} | result
-    notes = sorted({f"{w.category.__name__}: {str(w.message).splitlines()[0]}" for w in caught})
+    notes = sorted({_note(w) for w in caught})
     if notes:
         out["warnings"] = notes
     return out
+
+
+class _Relayed(UserWarning):
+    """A warning of the simulation's process, already formatted, relayed to this one."""
+
+
+def _note(w: warnings.WarningMessage) -> str:
+    """A caught warning as one line of the result's ``warnings``."""
+    first = str(w.message).splitlines()[0] if str(w.message) else ""
+    return first if w.category is _Relayed else f"{w.category.__name__}: {first}"
+
+
+def interruptible(function: Callable[[], Any]) -> Any:
+    """``function()``, run in a child process, so that Ctrl-C stops it at once.
+
+    A numba kernel runs for seconds to minutes without returning to Python, and Python acts
+    on a signal only between bytecodes: Ctrl-C would wait for the kernel. Here the parent
+    waits on a pipe, where SIGINT lands at once (KeyboardInterrupt); it kills the child and
+    re-raises. The child ignores SIGINT (a terminal sends it to both: the parent decides) and
+    sends back its result, or its exception (re-raised here as the same class, same fields).
+    Without ``fork`` (not POSIX) the function runs in this process.
+    """
+    import pickle
+    import signal
+    import traceback
+
+    if not hasattr(os, "fork"):
+        return function()
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        code = 0
+        try:
+            os.close(read_fd)
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            try:
+                payload: Any = ("result", function())
+            except BaseException as err:  # relayed whatever it is
+                payload = ("error", type(err), err.args, dict(vars(err)))
+                if not isinstance(err, LbreproError | OSError | KeyboardInterrupt):
+                    payload = ("error", RuntimeError, (traceback.format_exc(),), {})
+            try:
+                data = pickle.dumps(payload)
+            except Exception:
+                data = pickle.dumps(("error", RuntimeError, (traceback.format_exc(),), {}))
+            with os.fdopen(write_fd, "wb") as pipe:
+                pipe.write(data)
+        except BaseException:
+            code = 1
+        finally:
+            os._exit(code)  # no atexit, no flush of the parent's buffers a second time
+    os.close(write_fd)
+    try:
+        with os.fdopen(read_fd, "rb") as pipe:
+            data = pipe.read()
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(OSError):
+            os.waitpid(pid, 0)
+        raise
+    _, status = os.waitpid(pid, 0)
+    if not data:
+        raise LbreproError(
+            f"the simulation's process ended without a result (wait status {status}): "
+            "out of memory?"
+        )
+    payload = pickle.loads(data)
+    if payload[0] == "result":
+        return payload[1]
+    _, cls, error_args, fields = payload
+    err = cls.__new__(cls, *error_args)
+    err.args = error_args
+    err.__dict__.update(fields)
+    raise err
 
 
 #: A run with fewer events than this measured nothing worth an interval.
@@ -294,6 +516,154 @@ def _check_measured(result: dict[str, Any], kwargs: dict[str, Any], load: str) -
             f"no job arrived in horizon {horizon:g} (--{load} {kwargs.get(load, 0):g}): no "
             "sojourn time was measured; lengthen --horizon or raise --" + load,
         )
+
+
+def _measured_time(result: dict[str, Any], kwargs: dict[str, Any]) -> float:
+    """The simulated time the estimates average over: horizon minus the warm-up used."""
+    horizon = float(result.get("horizon") or kwargs["horizon"])
+    warmup = result.get("warmup_used", result.get("warmup", kwargs.get("warmup")))
+    warmup = 0.1 * float(kwargs["horizon"]) if warmup is None else float(warmup)
+    return max(horizon - warmup, 0.0)
+
+
+def _work_conservation(
+    model: Model, kwargs: dict[str, Any], result: dict[str, Any]
+) -> dict[str, Any] | None:
+    """The pipeline's work-conservation diagnostic on a command-line run, or None if the model
+    has no such identity: the run's busy fraction must be consistent with its exact value (the
+    99.9% interval plus the resolution 1/(N·T) covers it), else the run is not in equilibrium
+    and none of its numbers can be trusted."""
+    conserved = model.conservation(result) if model.conservation is not None else None
+    if conserved is None or not all(
+        math.isfinite(v) for v in (conserved.mean, conserved.low, conserved.high)
+    ):
+        return None
+    from lbrepro.core.stats import Estimate
+    from lbrepro.core.verdicts import REPRODUCED
+    from lbrepro.judging.tails import work_conservation
+
+    N = int(result.get("N") or kwargs.get("N") or 1)
+    batches = int(result.get("batches") or kwargs.get("batches") or 20)
+    half = (conserved.high - conserved.low) / 2
+    u1 = Estimate(conserved.mean, conserved.low, conserved.high, half, batches, N)
+    verdict = work_conservation(u1, conserved.exact, N, _measured_time(result, kwargs))
+    return {
+        "identity": conserved.what,
+        "exact": conserved.exact,
+        "measured": conserved.mean,
+        "interval": [conserved.low, conserved.high],
+        "statistic": verdict.measured,
+        "held": verdict.outcome == REPRODUCED,
+    }
+
+
+def _interval_layout(value: Any, ci: Any) -> tuple[Any, Any] | None:
+    """(lows, highs) of a result's CI, as arrays shaped like its value, or None if the CI's
+    shape is neither [lows, highs] nor a [low, high] pair per element."""
+    import numpy as np
+
+    def array(x: Any) -> Any:
+        return np.array(x if x is not None else np.nan, dtype=float)
+
+    try:
+        v, c = array(value), array(ci)
+    except (TypeError, ValueError):
+        return None
+    options = []
+    if c.shape == (2, *v.shape):
+        options.append((c[0], c[1]))
+    if c.shape == (*v.shape, 2):
+        options.append((c[..., 0], c[..., 1]))
+    with np.errstate(invalid="ignore"):
+        for low, high in options:  # the reading whose intervals hold their values
+            if np.all(np.isnan(v) | np.isnan(low) | ((low <= v + 1e-12) & (v <= high + 1e-12))):
+                return low, high
+    return options[0] if options else None
+
+
+def _unresolved(result: dict[str, Any]) -> list[str]:
+    """Estimates the run did not resolve — zero throughout, reported as 0 in [0, 0] — set to
+    null (value and interval) in ``result``; their names (``u[0][5]``)."""
+    import numpy as np
+
+    names = []
+    cis = result.get("ci")
+    if not isinstance(cis, dict):
+        return names
+    for name, ci in cis.items():
+        value = result.get(name)
+        layout = _interval_layout(value, ci) if value is not None and ci is not None else None
+        if layout is None:
+            continue
+        v = np.array(value, dtype=float)
+        low, high = layout
+        zero = (v == 0) & (low == 0) & (high == 0)
+        if not zero.any():
+            continue
+        if v.ndim == 0:
+            result[name], cis[name] = None, None
+            names.append(name)
+            continue
+        pairs = np.array(ci, dtype=object).shape == (*v.shape, 2)
+        for index in zip(*np.nonzero(zero), strict=True):
+            names.append(name + "".join(f"[{int(i)}]" for i in index))
+            _set(result[name], index, None)
+            if pairs:
+                _set(cis[name], index, [None, None])
+            else:
+                _set(cis[name][0], index, None)
+                _set(cis[name][1], index, None)
+    return names
+
+
+def _set(nested: Any, index: Sequence[Any], value: Any) -> None:
+    """``nested[i][j]… = value`` for a nested list."""
+    for i in index[:-1]:
+        nested = nested[int(i)]
+    nested[int(index[-1])] = value
+
+
+def _judge_run(model: Model, kwargs: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+    """The pipeline's checks on a command-line simulation: work conservation (a failure is a
+    stderr line and ``"work_conservation": {"held": false, …}``), and estimates the run did not
+    resolve, reported as null under ``"unresolved"`` with the events a run would need (never
+    as 0 in [0, 0], which reads as a certain answer)."""
+    result = dict(result)
+    notes: list[str] = []
+    conserved = _work_conservation(model, kwargs, result)
+    if conserved is not None:
+        result["work_conservation"] = conserved
+        if not conserved["held"]:
+            lo, hi = conserved["interval"]
+            notes.append(
+                f"work conservation fails ({conserved['identity']}): measured "
+                f"{conserved['measured']:.4g} [{lo:.4g}, {hi:.4g}], exact "
+                f"{conserved['exact']:.4g}; the run is not in equilibrium and its numbers are "
+                "not to be trusted (lengthen --horizon, raise --N or --warmup)"
+            )
+    names = _unresolved(result)
+    if names:
+        events = result.get("events_total", result.get("events"))
+        events = float(events) if isinstance(events, int | float) else math.nan
+        load = float(kwargs.get(model.load, 0.0))
+        servers = 1 if model.load == "p" else int(kwargs.get("N") or 1)
+        arrivals = load * servers * _measured_time(result, kwargs)
+        # Too few arrivals: a run long enough for about ten of them; else, beyond this run.
+        needed = events * 10.0 / arrivals if 0 < arrivals < 10 else math.nan
+        need = (
+            f"about {needed:.2g} events would give ten arrivals"
+            if math.isfinite(needed)
+            else f"it needs more than this run's {events:.4g} events"
+        )
+        result["unresolved"] = {"quantities": names, "events": events, "needs_events": needed}
+        shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+        notes.append(
+            f"not resolved by this run (zero throughout its {events:.4g} events, reported as "
+            f"null): {shown}; {need}"
+        )
+    if notes:
+        result["notes"] = notes
+    return result
 
 
 class _BestEffort(io.TextIOBase):
@@ -425,40 +795,16 @@ def _message(err: Exception, args: argparse.Namespace) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``lbrepro`` console script; returns the exit code."""
-    _tolerant_streams()
-    if sys.stdout is None:  # started with stdout closed (`lbrepro list >&-`)
-        _say("lbrepro: error: stdout is closed: nowhere to write the result")
-        return EXIT_USAGE
+    """Entry point of the ``lbrepro`` console script; returns the exit code.
+
+    Ctrl-C at any moment (importing, building the parser, simulating) is one line and exit
+    code 130. As the process's own entry point (``argv`` None) it then ends at once: the
+    interpreter's teardown with numba and LLVM loaded takes seconds on a busy machine.
+    """
     try:
-        _check_environment()
-    except ConfigError as err:
-        _say(f"lbrepro: error: {err}")
-        return EXIT_USAGE
-    args = build_parser().parse_args(argv)
-    try:
-        if args.command == "list":
-            _list(args.json)
-        elif args.command == "validate":
-            _validate(args.configs)
-        elif args.command == "diff":
-            _diff(*args.runs)
-        else:
-            print(json.dumps(_json_safe(_run_model(args)), indent=2, allow_nan=False))
-        sys.stdout.flush()
-    except BrokenPipeError:
-        # `lbrepro list | head -1`: the reader has all it wanted; say nothing more.
-        _silence_stdout()
-        return 0
-    except (LbreproError, OSError) as err:
-        if isinstance(err, OSError):
-            _silence_stdout()  # stdout on a full disk: do not fail again at exit
-        _say(f"lbrepro: error: {_message(err, args)}")
-        return EXIT_USAGE
+        return _main(argv)
     except KeyboardInterrupt:
-        # The kernels return to Python after every micro-batch, so Ctrl-C lands here.
-        _say("lbrepro: interrupted")
-        return 130
+        code = 130
     except SystemError as err:
         # Ctrl-C inside numba's boxing of a kernel's results surfaces as a SystemError chain.
         cause: BaseException | None = err
@@ -466,9 +812,62 @@ def main(argv: Sequence[str] | None = None) -> int:
             cause = cause.__cause__ or cause.__context__
         if cause is None:
             raise
-        _say("lbrepro: interrupted")
-        return 130
+        code = 130
+    _say("lbrepro: interrupted")
+    if argv is None:
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            sys.stdout.flush()
+        os._exit(code)
+    return code
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    """:func:`main` but for interruption."""
+    _tolerant_streams()
+    if sys.stdout is None:  # started with stdout closed (`lbrepro list >&-`)
+        _say("lbrepro: error: stdout is closed: nowhere to write the result")
+        return EXIT_USAGE
+    try:
+        _check_environment()
+    except ConfigError as err:
+        _say(f"lbrepro: error: {_one_line(str(err))}")
+        return EXIT_USAGE
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "list":
+            _list(args)
+        elif args.command == "validate":
+            _validate(args.configs)
+        elif args.command == "diff":
+            _diff(*args.runs)
+        else:
+            out = _run_model(args)
+            for note in out.get("notes", ()):
+                _say(f"lbrepro: warning: {note}")
+            _print_result(out, args)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # `lbrepro list | head -1`: the reader has all it wanted; say nothing more.
+        _silence_stdout()
+        return 0
+    except (LbreproError, OSError, MemoryError, RecursionError) as err:
+        if isinstance(err, OSError):
+            _silence_stdout()  # stdout on a full disk: do not fail again at exit
+        if isinstance(err, MemoryError | RecursionError):
+            text = f"out of memory or nesting too deep ({type(err).__name__}): {err}"
+        else:
+            text = _message(err, args)
+        _say(f"lbrepro: error: {_one_line(text)}")
+        return EXIT_USAGE
     return 0
+
+
+def _one_line(text: str) -> str:
+    """An error message as one terminal-safe line (a path or a value may hold a newline or an
+    escape sequence)."""
+    from lbrepro.report.diff import safe_text
+
+    return safe_text(text.strip())
 
 
 def _silence_stdout() -> None:

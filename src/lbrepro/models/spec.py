@@ -23,7 +23,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["MEMORY_LIMIT", "RUN_OPTIONS", "RUN_PARAMS", "Model", "Param", "Summary"]
+__all__ = [
+    "MEMORY_LIMIT",
+    "RUN_OPTIONS",
+    "RUN_PARAMS",
+    "Conserved",
+    "Model",
+    "Param",
+    "Summary",
+    "occupancy_conservation",
+]
 
 # A model refuses a computation whose arrays would exceed this (estimated before allocating).
 MEMORY_LIMIT = 2 * 2**30
@@ -100,13 +109,44 @@ RUN_PARAMS = (
 
 
 @dataclass(frozen=True)
+class Conserved:
+    """A simulated quantity that work conservation makes exact, e.g. u₁ = ρ: the busy fraction
+    of a stationary run equals the load whatever the policy (``what`` names it in words)."""
+
+    what: str
+    mean: float
+    low: float
+    high: float
+    exact: float
+
+
+def occupancy_conservation(result: Mapping[str, Any]) -> Conserved | None:
+    """Busy capacity Σγ_jC_j·u⁽ʲ⁾₁ / ΣγC = λ/(μ·ΣγC) of an occupancy simulation's JSON
+    (supermarket, universality, hetero): the per-type ``u`` and ``ci.u`` = [lows, highs]."""
+    try:
+        gamma, capacity = result["gamma"], result["capacity"]
+        u, (low, high) = result["u"], result["ci"]["u"]
+        total = sum(g * c for g, c in zip(gamma, capacity, strict=True))
+        weights = [g * c / total for g, c in zip(gamma, capacity, strict=True)]
+        rho = float(result["lam"]) / (float(result["mu"]) * total)
+        parts = [(w * u[j][1], w * low[j][1], w * high[j][1]) for j, w in enumerate(weights)]
+    except (KeyError, TypeError, IndexError, ValueError, ZeroDivisionError):
+        return None
+    mean, lo, hi = (sum(p[i] for p in parts) for i in range(3))
+    what = "u_1 = ρ" if len(gamma) == 1 else "busy capacity Σγ_jC_j·u_1^(j)/ΣγC = ρ"
+    return Conserved(what, mean, lo, hi, rho)
+
+
+@dataclass(frozen=True)
 class Model:
     """A model as the command line sees it.
 
     ``load`` names the parameter an instability refers to (``lam``; ``p`` for a slotted model),
     so an unstable run is reported against that flag. ``check`` (optional) is called with the
     command and the parsed arguments before anything runs, e.g. to refuse a run whose arrays
-    would not fit in memory.
+    would not fit in memory. ``conservation`` (optional) reads a simulation's JSON result and
+    gives the busy fraction that work conservation makes exact, as :class:`Conserved`; the
+    command line judges it as the pipeline does (a run failing it says so).
     """
 
     name: str
@@ -116,6 +156,7 @@ class Model:
     simulate: Callable[..., Any] | None = None
     load: str = "lam"
     check: Callable[[str, Mapping[str, Any]], None] | None = None
+    conservation: Callable[[Mapping[str, Any]], Conserved | None] | None = None
 
     def function(self, command: str) -> Callable[..., Any]:
         """The function behind ``command`` (``solve`` or ``simulate``)."""

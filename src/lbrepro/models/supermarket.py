@@ -36,7 +36,14 @@ from lbrepro.core.equilibrium import solve_truncated
 from lbrepro.core.errors import ConfigError, ConvergenceError, UnstableError
 from lbrepro.meanfield.closed_forms import doubly_exponential_until
 from lbrepro.meanfield.population import PopulationModel
-from lbrepro.models.spec import MEMORY_LIMIT, RUN_PARAMS, Model, Param, Summary
+from lbrepro.models.spec import (
+    MEMORY_LIMIT,
+    RUN_PARAMS,
+    Model,
+    Param,
+    Summary,
+    occupancy_conservation,
+)
 from lbrepro.sim.occupancy import (
     OccupancySimResult,
     counts_from_tail,
@@ -508,4 +515,5 @@ MODEL = Model(
     solve=solve,
     simulate=simulate,
     check=check_memory,
+    conservation=occupancy_conservation,
 )

@@ -48,7 +48,7 @@ from lbrepro.core.errors import ConfigError, UnstableError
 from lbrepro.core.stats import batch_means_ci
 from lbrepro.meanfield.closed_forms import doubly_exponential_exponent
 from lbrepro.models import supermarket
-from lbrepro.models.spec import RUN_PARAMS, Model, Param, Summary
+from lbrepro.models.spec import RUN_PARAMS, Model, Param, Summary, occupancy_conservation
 from lbrepro.sim.diffusion import QUANTITIES, SCHEMES, DiffusionResult, simulate_coupled
 from lbrepro.sim.occupancy import OccupancySimResult, simulate_occupancy
 
@@ -551,4 +551,5 @@ MODEL = Model(
     ),
     solve=solve,
     simulate=simulate_summary,
+    conservation=occupancy_conservation,
 )

@@ -24,11 +24,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numba import njit
 
 from lbrepro.core.args import int_arg
 from lbrepro.core.errors import ConfigError, ConvergenceError, UnstableError
 from lbrepro.models import whittle as arm
+from lbrepro.sim.compilation import njit
 
 __all__ = ["JointChain", "System"]
 

@@ -1,11 +1,16 @@
 """Compare the claim checks of result trees: ``lbrepro diff RUN_A RUN_B`` and the seed table.
 
 A result tree is a folder holding ``results/<slug>/<artifact>.checks.json`` (or the
-``results`` folder itself). A claim is keyed by its artifact and its text, which stay the same
-across seeds and parameter changes. Two runs differ on a claim when its status moved, or when
+``results`` folder itself). A claim is keyed by its identity: its artifact, its text and its
+occurrence among the artifact's claims of that text (texts stay the same across seeds and
+parameter changes; two claims sharing a text stay two claims, so a flip of one is not hidden
+by the other). Two runs differ on a claim when its status moved, or when
 its statistic moved by more than its interval (neither run's statistic lies inside the other's
 interval; for an exact value without an interval, any change), or when it exists in one run
-only. :func:`seed_table` tabulates the same keys over several runs (``bench/bench_seeds.py``).
+only; a NaN statistic is the same as a NaN. Files are read bounded and typed
+(:func:`lbrepro.report.checks_file.read_checks`) and every text printed is terminal-safe
+(:func:`safe_text`). :func:`seed_table` tabulates the same keys over several runs
+(``bench/bench_seeds.py``).
 """
 
 from __future__ import annotations
@@ -24,7 +29,8 @@ from lbrepro.core.claims import (
     claim_status,
 )
 from lbrepro.core.errors import LbreproError
-from lbrepro.core.io import read_json
+from lbrepro.report.checks_file import read_checks
+from lbrepro.report.sanitize import visible
 
 __all__ = [
     "DiffError",
@@ -33,12 +39,14 @@ __all__ = [
     "is_null",
     "load_tree",
     "results_dir",
+    "safe_text",
     "seed_table",
 ]
 
 #: Statuses of a verdict (the others are consistency checks and diagnostics).
 VERDICT_STATUSES = (REPRODUCED, NOT_REPRODUCED, UNDECIDED)
-Key = tuple[str, str]
+#: A claim's identity: (artifact, claim text, occurrence of that text in the artifact: 0, 1, …).
+Key = tuple[str, str, int]
 
 
 class DiffError(LbreproError):
@@ -65,20 +73,21 @@ def status_of(entry: Mapping[str, Any]) -> str:
 
 
 def load_tree(path: str | Path) -> dict[Key, dict[str, Any]]:
-    """Every claim of a run: (artifact, claim text) → its checks.json entry, ``status`` set."""
+    """Every claim of a run: its :data:`Key` → its checks.json entry, ``status`` set."""
     folder = results_dir(path)
     claims: dict[Key, dict[str, Any]] = {}
     for file in sorted(folder.glob("*/*.checks.json")):
         artifact = file.name.removesuffix(".checks.json")
         try:
-            data = read_json(file)
-        except (OSError, UnicodeDecodeError, ValueError) as err:
+            data = read_checks(file)
+        except (OSError, ValueError) as err:
             raise DiffError(f"{file}: unreadable ({err})") from None
-        if not isinstance(data, list) or not all(isinstance(e, Mapping) for e in data):
-            raise DiffError(f"{file}: expected a list of claim objects")
+        seen: dict[str, int] = {}
         for entry in data:
+            text = entry["claim"]
+            occurrence = seen[text] = seen.get(text, -1) + 1
             entry = {**entry, "status": status_of(entry), "artifact": artifact}
-            claims[(artifact, str(entry.get("claim", "")))] = entry
+            claims[(artifact, text, occurrence)] = entry
     return claims
 
 
@@ -87,6 +96,14 @@ def number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return float(value) if math.isfinite(value) else None
+
+
+def _same(x: Any, y: Any) -> bool:
+    """Equality of two recorded statistics, where NaN is the same as NaN (an undefined
+    statistic that stayed undefined did not move)."""
+    if isinstance(x, float) and isinstance(y, float) and math.isnan(x) and math.isnan(y):
+        return True
+    return bool(x == y)
 
 
 def is_null(value: Any) -> bool:
@@ -114,7 +131,7 @@ def statistic_moved(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     """
     x, y = number(a.get("measured")), number(b.get("measured"))
     if x is None or y is None:
-        return a.get("measured") != b.get("measured")
+        return not _same(a.get("measured"), b.get("measured"))
     ia, ib = interval(a), interval(b)
     if ia is None and ib is None:
         return not math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-12)
@@ -148,21 +165,41 @@ def diff_trees(a: Mapping[Key, Mapping[str, Any]], b: Mapping[Key, Mapping[str, 
 
 def _num(value: Any) -> str:
     x = number(value)
-    return f"{x:.4g}" if x is not None else ("null" if value is None else str(value))
+    return f"{x:.4g}" if x is not None else ("null" if value is None else safe_text(value))
+
+
+def safe_text(value: Any) -> str:
+    """``value`` as text that cannot act on a terminal or forge a line: line breaks and tabs
+    written as ``\\n``/``\\t``, every other control or invisible character visibly
+    (:func:`lbrepro.report.sanitize.visible`)."""
+    text = str(value)
+    for char, shown in (("\n", "\\n"), ("\r", "\\r"), ("\t", "\\t")):
+        text = text.replace(char, shown)
+    return visible(text)
+
+
+def _claim_name(key: Sequence[Any]) -> str:
+    """``artifact: claim text`` (``#2`` and on for a text that occurs more than once)."""
+    art, text, occurrence = key
+    return f"{safe_text(art)}: {safe_text(text)}" + (f" #{occurrence + 1}" if occurrence else "")
 
 
 def format_diff(diff: Mapping[str, Any], name_a: str = "A", name_b: str = "B") -> list[str]:
-    """The diff as lines of text, the summary line last."""
+    """The diff as lines of text, the summary line last; every text terminal-safe."""
     lines: list[str] = []
+    name_a, name_b = safe_text(name_a), safe_text(name_b)
     for s in diff["status"]:
-        art, text = s["key"]
-        lines.append(f"status     {art}: {text}: {s['a']} -> {s['b']}")
+        lines.append(
+            f"status     {_claim_name(s['key'])}: {safe_text(s['a'])} -> {safe_text(s['b'])}"
+        )
     for s in diff["statistic"]:
-        art, text = s["key"]
-        lines.append(f"statistic  {art}: {text}: {_num(s['a'])} -> {_num(s['b'])} ({s['status']})")
+        lines.append(
+            f"statistic  {_claim_name(s['key'])}: {_num(s['a'])} -> {_num(s['b'])} "
+            f"({safe_text(s['status'])})"
+        )
     for side, name in (("only_a", name_a), ("only_b", name_b)):
-        for art, text in diff[side]:
-            lines.append(f"only in {name}  {art}: {text}")
+        for key in diff[side]:
+            lines.append(f"only in {name}  {_claim_name(key)}")
     lines.append(
         f"{diff['compared']} claims in both: {len(diff['status'])} changed status, "
         f"{len(diff['statistic'])} moved by more than their interval; "

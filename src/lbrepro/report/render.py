@@ -29,6 +29,7 @@ from lbrepro.artifacts.registry import Artifact, Paper
 from lbrepro.core.io import atomic_write_text
 from lbrepro.pipeline import artifact_config
 from lbrepro.report.artifact_parts import flatten, href, regenerate_command, summary_table
+from lbrepro.report.checks_file import read_checks
 from lbrepro.report.claim_views import (
     DIAGNOSTIC_FAILED,
     ERROR_RATE,
@@ -50,7 +51,7 @@ from lbrepro.report.papers import display_name, paper_sections
 from lbrepro.report.provenance import provenance
 from lbrepro.report.records import COVERAGE_FILE, SEEDS_FILE, coverage_table, seed_stability
 from lbrepro.report.runtimes import aggregate, read_benchmarks
-from lbrepro.report.sanitize import finalize, read_json_bounded  # issue 21: hostile text
+from lbrepro.report.sanitize import finalize  # control and bidi characters shown visibly
 
 __all__ = [
     "SEEDS_FILE",
@@ -77,11 +78,9 @@ def _claims(path: Path, shown: str) -> tuple[list[dict[str, Any]] | None, str]:
     if not path.is_file():
         return None, f"claim checks not produced (expected {shown})"
     try:
-        data = read_json_bounded(path)
-    except (OSError, UnicodeDecodeError, ValueError) as err:
+        data = read_checks(path)
+    except (OSError, ValueError) as err:
         return None, f"claim checks unreadable ({shown}): {err}"
-    if not isinstance(data, list) or not all(isinstance(c, Mapping) for c in data):
-        return None, f"claim checks malformed ({shown}): expected a list of objects"
     return [claim_view(entry) for entry in data], ""
 
 

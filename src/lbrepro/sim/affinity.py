@@ -27,12 +27,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numba import njit
 
 from lbrepro.core.args import float_arg, int_arg, run_length
 from lbrepro.core.errors import ConfigError, UnstableError
 from lbrepro.core.rng import seed_sequence, xoshiro_state
 from lbrepro.core.stats import batch_means_ci
+from lbrepro.sim.compilation import njit
 from lbrepro.sim.runlength import check_budget
 from lbrepro.sim.xoshiro import next_u64, randint, uniform
 

@@ -20,12 +20,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numba import njit
 
 from lbrepro.core.errors import ConfigError
 from lbrepro.core.rng import key_to_int, seed_sequence, xoshiro_state
 from lbrepro.core.stats import batch_means_ci
-from lbrepro.sim.compilation import ensure_compiled
+from lbrepro.sim.compilation import ensure_compiled, njit
 from lbrepro.sim.runlength import check_budget
 from lbrepro.sim.xoshiro import uniform
 

@@ -29,12 +29,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
 from lbrepro.core.args import int_arg, positive_arg, run_length
 from lbrepro.core.errors import ConfigError, UnstableError
 from lbrepro.core.rng import seed_sequence, xoshiro_state
-from lbrepro.sim.compilation import ensure_compiled
+from lbrepro.sim.compilation import ensure_compiled, njit
 from lbrepro.sim.estimates import EstimatesMixin
 from lbrepro.sim.runlength import RunLength, check_budget, relaxation_time, run_micro_batches
 from lbrepro.sim.service_sampling import ServiceSampling, SupportsSampling, sample_service

@@ -31,8 +31,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 
+from lbrepro.sim.compilation import njit
 from lbrepro.sim.xoshiro import bounded_from, next_u64_from, randint, uniform, uniform_from
 
 __all__ = [

@@ -23,11 +23,11 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
 from lbrepro.core.args import int_arg, positive_arg, run_length
 from lbrepro.core.errors import ConfigError, UnstableError
 from lbrepro.core.rng import seed_sequence, xoshiro_state
+from lbrepro.sim.compilation import njit
 from lbrepro.sim.estimates import EstimatesMixin, arrival_fraction
 from lbrepro.sim.runlength import check_budget, run_micro_batches
 from lbrepro.sim.xoshiro import randint, uniform

@@ -17,11 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
 from lbrepro.core.args import run_length
 from lbrepro.core.rng import seed_sequence, xoshiro_state
 from lbrepro.core.stats import MICRO_BATCHES
+from lbrepro.sim.compilation import njit
 from lbrepro.sim.runlength import check_budget, run_micro_batches
 from lbrepro.sim.xoshiro import uniform
 

@@ -28,6 +28,7 @@ fluid limit on the face {x00 + x10 + x01 = 1} has trace −μ1 − μ2 < 0 and d
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from lbrepro.core.errors import ConfigError, LbreproError
@@ -54,7 +55,7 @@ from lbrepro.models.affinity.fluid import (
 )
 from lbrepro.models.affinity.jacobians import face_jacobian, interior_jacobian
 from lbrepro.models.affinity.performance import performance
-from lbrepro.models.spec import RUN_PARAMS, Model, Param, Summary
+from lbrepro.models.spec import RUN_PARAMS, Conserved, Model, Param, Summary
 from lbrepro.sim.affinity import check_params, check_state, simulate_affinity
 
 __all__ = [
@@ -175,6 +176,26 @@ def simulate(
     )
 
 
+def conservation(result: Mapping[str, Any]) -> Conserved | None:
+    """Throughput = λ: a server serves type I at μ1 while it holds one (i ≥ 1), else type II
+    at μ2 (x[0, 1]), so μ1·(1 − x00 − x01) + μ2·x01 = λ in a stationary run (no arrival is
+    lost). The interval adds the two fractions' half-widths (worst case: correlated)."""
+    try:
+        p = result["params"]
+        lam, mu1, mu2 = float(p["lam"]), float(p["mu1"]), float(p["mu2"])
+        x00, x01 = result["x_i0"][0], result["x_i1"][0]
+        (lo00, hi00), (lo01, hi01) = (
+            [side[0] for side in result["ci"][k]] for k in ("x_i0", "x_i1")
+        )
+    except (KeyError, TypeError, IndexError, ValueError):
+        return None
+    mean = mu1 * (1.0 - x00 - x01) + mu2 * x01
+    half = mu1 * (hi00 - lo00) / 2 + (mu1 - mu2) * (hi01 - lo01) / 2
+    return Conserved(
+        "throughput μ1·(1 − x00 − x01) + μ2·x01 = λ", mean, mean - half, mean + half, lam
+    )
+
+
 MODEL = Model(
     name="affinity",
     help="job allocation with affinity relations (seed 003): d1 primary servers per job",
@@ -195,4 +216,5 @@ MODEL = Model(
     ),
     solve=solve,
     simulate=simulate,
+    conservation=conservation,
 )

@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numba import njit
 
 from lbrepro.core.args import float_arg
 from lbrepro.core.errors import ConfigError
 from lbrepro.sim.affinity import check_params, check_state
+from lbrepro.sim.compilation import njit
 
 #: Default truncation of the type-I count in the fluid limit (the paper used i ≤ 9).
 K_DEFAULT = 12

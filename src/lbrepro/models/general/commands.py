@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -17,7 +18,7 @@ from lbrepro.models.general.published import (
     theta,
     theta_closed_form,
 )
-from lbrepro.models.spec import RUN_PARAMS, Model, Param
+from lbrepro.models.spec import RUN_PARAMS, Conserved, Model, Param
 from lbrepro.sim.general_service import GeneralSimResult, simulate_general
 
 __all__ = ["MODEL", "simulate", "simulate_summary", "solve"]
@@ -129,6 +130,16 @@ def simulate_summary(
     }
 
 
+def conservation(result: Mapping[str, Any]) -> Conserved | None:
+    """u₁ = ρ = λ (every service law has mean 1): the busy fraction of a stationary run."""
+    try:
+        lam = float(result["params"]["lam"])
+        low, high = result["ci"]["u"][1]
+        return Conserved("u_1 = ρ", float(result["u"][1]), float(low), float(high), lam)
+    except (KeyError, TypeError, IndexError, ValueError):
+        return None
+
+
 MODEL = Model(
     name="general",
     help="JSQ(d) with FCFS servers and a general service-time law (Li & Lui)",
@@ -152,4 +163,5 @@ MODEL = Model(
     ),
     solve=solve,
     simulate=simulate_summary,
+    conservation=conservation,
 )

@@ -17,7 +17,7 @@ from lbrepro.models.hetero.simulation import simulate
 from lbrepro.models.hetero.splits import typed_split
 from lbrepro.models.hetero.stability import sqd_stability_closed_form
 from lbrepro.models.hetero.system import System, check_lam, check_policy
-from lbrepro.models.spec import RUN_PARAMS, Model, Param, Summary
+from lbrepro.models.spec import RUN_PARAMS, Model, Param, Summary, occupancy_conservation
 
 
 def parse_numbers(text: str) -> tuple[float, ...]:
@@ -266,4 +266,5 @@ MODEL = Model(
     ),
     solve=solve,
     simulate=simulate_summary,
+    conservation=occupancy_conservation,
 )

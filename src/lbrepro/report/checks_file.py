@@ -1,0 +1,158 @@
+"""Reading a ``<artifact>.checks.json`` file: bounded, regular files only, typed fields.
+
+A checks file is read by the report and by ``lbrepro diff``, and either may be pointed at
+something hostile: a FIFO (a plain read blocks forever), ``/dev/zero`` or a huge file (a plain
+read exhausts memory), JSON nested 200,000 deep (a RecursionError), or entries whose fields have
+the wrong type — the string ``"true"`` where a boolean belongs is truthy, and a nested list
+where a number belongs is printed as text. :func:`read_checks` refuses each with a
+:class:`ValueError` of one line saying what is wrong and where, so the reader can name the file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from lbrepro.core.claims import CONSISTENCY, DIAGNOSTIC, VERDICT
+from lbrepro.core.verdicts import NOT_REPRODUCED, REPRODUCED, UNDECIDED
+from lbrepro.report.sanitize import MAX_JSON_BYTES
+
+__all__ = ["CHECKS_DEPTH", "read_checks", "read_regular_bounded"]
+
+#: Deepest nesting a checks file may have: list → entry → control / extra → a value's list.
+CHECKS_DEPTH = 8
+
+_OUTCOMES = (REPRODUCED, NOT_REPRODUCED, UNDECIDED)
+_KINDS = (VERDICT, CONSISTENCY, DIAGNOSTIC)
+_TEXT = ("claim", "details", "source", "needs", "reason", "distance", "status", "invalid")
+
+
+def read_regular_bounded(path: str | Path, limit: int = MAX_JSON_BYTES) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes; ValueError otherwise.
+
+    Opened without blocking (a FIFO would wait for a writer) and checked on the open file, so
+    a file swapped for a device between the check and the read is still refused; at most
+    ``limit + 1`` bytes are ever read (a file growing while read is refused too).
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError("not a regular file")
+        if info.st_size > limit:
+            raise ValueError(f"{info.st_size} bytes, more than the {limit} a results file may have")
+        chunks, total = [], 0
+        while total <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        if total > limit:
+            raise ValueError(f"more than the {limit} bytes a results file may have")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _depth_exceeds(value: Any, limit: int) -> bool:
+    """Whether a JSON value nests deeper than ``limit`` (iterative: no recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+    return False
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _scalar(value: Any) -> bool:
+    return value is None or isinstance(value, str | bool | int | float)
+
+
+def _check_fields(entry: Mapping[str, Any], where: str, *, control: bool = False) -> None:
+    """Every known field of an entry (or of its control) has its type; ValueError if not."""
+
+    def bad(field: str, wanted: str) -> ValueError:
+        shown = json.dumps(entry[field])[:40]
+        return ValueError(f"{where}: {field!r} must be {wanted}, got {shown}")
+
+    for field in _TEXT:
+        if field in entry and not isinstance(entry[field], str):
+            raise bad(field, "text")
+    if control and not isinstance(entry.get("claim"), str):
+        raise ValueError(f"{where}: 'claim' must be text")
+    if "finding" in entry and not (entry["finding"] is None or isinstance(entry["finding"], str)):
+        raise bad("finding", "text or null")
+    if "passed" in entry and not isinstance(entry["passed"], bool):
+        raise bad("passed", "true or false")
+    if "outcome" in entry and entry["outcome"] not in _OUTCOMES:
+        raise bad("outcome", " or ".join(repr(o) for o in _OUTCOMES))
+    if "kind" in entry and entry["kind"] not in _KINDS:
+        raise bad("kind", " or ".join(repr(k) for k in _KINDS))
+    if "looks" in entry and not (
+        isinstance(entry["looks"], int) and not isinstance(entry["looks"], bool)
+    ):
+        raise bad("looks", "a whole number")
+    if "margin" in entry and not (entry["margin"] is None or _is_number(entry["margin"])):
+        raise bad("margin", "a number or null")
+    if "interval" in entry:
+        iv = entry["interval"]
+        if not (iv is None or (isinstance(iv, list) and len(iv) == 2 and all(map(_scalar, iv)))):
+            raise bad("interval", "two numbers or null")
+    for field in ("expected", "measured", "tolerance"):
+        value = entry.get(field)
+        flat = (isinstance(value, list) and all(map(_scalar, value))) or (
+            isinstance(value, dict) and all(map(_scalar, value.values()))
+        )
+        if not (_scalar(value) or flat):
+            raise bad(field, "a number, a text or a flat list")
+    if "runs" in entry and not (
+        isinstance(entry["runs"], list) and all(isinstance(r, str) for r in entry["runs"])
+    ):
+        raise bad("runs", "a list of texts")
+    if "extra" in entry and not isinstance(entry["extra"], dict):
+        raise bad("extra", "an object")
+
+
+def read_checks(path: str | Path) -> list[dict[str, Any]]:
+    """The entries of a checks file, each a dict whose known fields have their types.
+
+    ValueError (one line) for a file that is not a regular file, too large, not UTF-8 JSON,
+    nested deeper than :data:`CHECKS_DEPTH`, not a list of objects, or with a mistyped field
+    (named with its entry's index). OSError as the file system raises it.
+    """
+    raw = read_regular_bounded(path)
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except RecursionError:
+        raise ValueError(f"nested more than {CHECKS_DEPTH} levels deep") from None
+    except UnicodeDecodeError:
+        raise ValueError("not UTF-8 text") from None
+    except json.JSONDecodeError as err:
+        raise ValueError(f"not JSON ({err.msg}, line {err.lineno})") from None
+    if _depth_exceeds(data, CHECKS_DEPTH):
+        raise ValueError(f"nested more than {CHECKS_DEPTH} levels deep")
+    if not isinstance(data, list) or not all(isinstance(e, dict) for e in data):
+        raise ValueError("expected a list of claim objects")
+    for i, entry in enumerate(data):
+        if not isinstance(entry.get("claim"), str):
+            raise ValueError(f"entry {i}: 'claim' must be text")
+        _check_fields(entry, f"entry {i}")
+        control = entry.get("control")
+        if control is not None:
+            if not isinstance(control, dict):
+                raise ValueError(f"entry {i}: 'control' must be an object or null")
+            _check_fields(control, f"entry {i}, control", control=True)
+    return data
