@@ -282,6 +282,11 @@ def test_compare_holds() -> None:
     _assert_holds(claims)
     assert claims[0].source == "lbrepro"
     assert all(c.runs for c in claims)
+    # one statement, one decision: whittle-gaps decides the paper's policy statements on
+    # exact costs; whittle-compare's are lbrepro's cross-check of the simulation
+    assert all(c.source == "lbrepro" and c.finding is None for c in claims)
+    decided = {c.claim for c in gaps.check(_gap_rows(GOOD), GAP_CFG) if c.source == "paper"}
+    assert decided and all(c.claim.startswith("cross-check") for c in claims[1:])
 
 
 def test_compare_false() -> None:
