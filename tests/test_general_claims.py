@@ -322,6 +322,21 @@ def test_tail_claims_fail_on_a_geometric_tail() -> None:
     assert by(claims, "published Π_k's rate").status == NOT_REPRODUCED
 
 
+def test_tail_failures_name_their_root_cause() -> None:
+    # light-tailed service: a failed rate re-tests the Π formula, the θ finding
+    claims = tail.check(tail_rows("exp", 0.7, lambda k: 0.7 ** (2**k - 1)), TAIL)
+    assert by(claims, "published Π_k's rate").finding == CLOSED_FORM
+    # a power-law service tail (Lomax α = 3): its own finding (Bramson, Lu & Prabhakar)
+    rows = tail_rows("lomax:3", 0.7, lambda k: 0.7**k)
+    claims = tail.check(rows, TAIL | {"dists": ["lomax:3"]})
+    for text in ("Doubly exponential", "published Π_k's rate"):
+        c = by(claims, text)
+        assert c.status == NOT_REPRODUCED and c.finding == comparisons.POWER_TAIL
+    assert PAPER.findings[comparisons.POWER_TAIL].source == "paper"
+    # each law is a point of one statement
+    assert by(claims, "Doubly exponential").statement == "doubly-exponential-every-law"
+
+
 def test_tail_rate_claim_straddles_with_a_wide_interval() -> None:
     cf_u, _ = truth("exp", 0.7, "cf", 12)
     claims = tail.check(tail_rows("exp", 0.7, lambda k: cf_u[k], rel=0.3), TAIL)

@@ -330,6 +330,8 @@ def published_and_mean_field_claims(
                 details=LIMIT_NOTE,
                 finding=CLOSED_FORM if method == "cf" and claim.outcome == NOT_REPRODUCED else None,
                 runs=runs,
+                # one statement over the service laws (each law a point of it)
+                statement=f"{method}-is-the-limit",
             )
         )
     return claims

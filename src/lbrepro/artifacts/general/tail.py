@@ -224,6 +224,7 @@ def _distribution_claims(rows: Rows, spec: str, rho: float, d: int) -> list[Clai
             details=f"{blp}; longest queue seen: {deepest} jobs",
             finding=POWER_TAIL if heavy and shape.outcome == NOT_REPRODUCED else None,
             runs=run,
+            statement="doubly-exponential-every-law",
         ),
         make_claim(
             f"{label}, d = {d}, ρ = {rho:g}: the published Π_k's rate — the slope of "
@@ -244,6 +245,7 @@ def _distribution_claims(rows: Rows, spec: str, rho: float, d: int) -> list[Clai
             if rate.outcome == NOT_REPRODUCED
             else None,
             runs=run,
+            statement="published-rate-every-law",
         ),
     ]
     est, _ = sim_estimates(rows, spec, rho, d, PI_ITEMS, limit=False)
@@ -276,6 +278,7 @@ def _distribution_claims(rows: Rows, spec: str, rho: float, d: int) -> list[Clai
             ),
             finding=CLOSED_FORM if verdict.outcome == NOT_REPRODUCED else None,
             runs=run,
+            statement="published-pi-at-N",
         )
     )
     return claims

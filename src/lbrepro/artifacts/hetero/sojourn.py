@@ -292,6 +292,7 @@ def _attributed(rows: Rows, name: str, mf: Mapping[Any, Any], tuned: Claim) -> C
         distance=f"random sits {min(gaps):.2g}–{max(gaps):.2g} minimum effects above the "
         "schemes at these loads",
         details=f"mean field; {_RECONSTRUCTED}",
+        statement=tuned.statement,
     )
     return attribute(
         SPLIT_OPEN,
@@ -387,6 +388,7 @@ def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
                 source=source,
                 details=note,
                 finding=FINDING_STABLE_SPLIT if verdict.outcome == NOT_REPRODUCED else None,
+                statement=f"schemes-beat-split-{quantifier}",  # each system a point of it
             )
             if quantifier == "any":
                 claim = _attributed(rows, name, mf, claim)

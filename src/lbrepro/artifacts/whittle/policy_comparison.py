@@ -35,7 +35,6 @@ from lbrepro.core.verdicts import (
     NOT_REPRODUCED,
     EmptyComparisonError,
     Verdict,
-    agrees,
     better,
     estimate,
 )
@@ -409,12 +408,6 @@ def near_optimal_control(table: CostTable, tol_pct: float) -> tuple[str, Verdict
         near_optimal_verdict(table, "whittle", tol_pct, offset),
         f"largest gap {tol_pct + NEAR_MISS_POINTS:g}% vs the bound {tol_pct:g}%",
     )
-
-
-def equivalent_costs(a: list[Estimate], b: list[Estimate], labels: list[str]) -> Verdict:
-    """Every |B − A| below OUTPERFORM (two one-sided tests on the cost differences)."""
-    gaps = [gap_of(x, y) for x, y in zip(a, b, strict=True)]
-    return agrees(gaps, [0.0] * len(gaps), margin=OUTPERFORM, labels=labels, what="B − A")
 
 
 def policy_claims(rows: Rows, cfg: Mapping[str, Any], method: str) -> list[Claim]:
