@@ -387,7 +387,7 @@ def test_attribute_says_which_reading_holds() -> None:
             [
                 Reading("A", "waiting jobs", _exact_claim(a, 0)),
                 Reading("B", "jobs in system", _exact_claim(b, 0)),
-            ],  # fmt: skip
+            ],
             finding="defect",
         )
 
@@ -453,3 +453,18 @@ def test_finding_text_names_cause_and_evidence() -> None:
     assert "θ = μ^(d−1)/d" in str(f) and "2.614" in str(f)
     with pytest.raises(ValueError):
         Finding("x", "y", source="someone")
+
+
+def test_a_margin_is_relative_where_the_quantity_is_small() -> None:
+    from lbrepro.core.verdicts import SMALL_QUANTITY, bounded_margin
+
+    # a fraction of 10⁻³ measured as 4·10⁻³: an absolute 0.01 margin lets it pass
+    est = [Estimate(0.004, 0.0039, 0.0041, 0.0001, 20)]
+    assert agrees(est, [0.001], margin=0.01).outcome == REPRODUCED
+    # capped at half the quantity, the same table fails: the run measured something else
+    m = bounded_margin(0.001, 0.01)
+    assert m == pytest.approx(SMALL_QUANTITY * 0.001)
+    assert agrees(est, [0.001], margin=m).outcome == NOT_REPRODUCED
+    # a large quantity keeps its absolute margin; the run's resolution is a floor
+    assert bounded_margin(0.5, 0.01) == 0.01
+    assert bounded_margin(1e-9, 0.01, floor=1e-6) == 1e-6
