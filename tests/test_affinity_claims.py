@@ -9,6 +9,7 @@ from fractions import Fraction
 import pytest
 
 from lbrepro.artifacts.affinity import (
+    PAPER,
     basin,
     bifurcation,
     dstar,
@@ -22,7 +23,15 @@ from lbrepro.artifacts.affinity import (
     tunneling,
     waiting,
 )
-from lbrepro.core.claims import CONSISTENCY, DIAGNOSTIC, NOT_REPRODUCED, REPRODUCED, gate
+from lbrepro.core.claims import (
+    CONSISTENCY,
+    DEPENDS,
+    DIAGNOSTIC,
+    FAILS_EVERY,
+    NOT_REPRODUCED,
+    REPRODUCED,
+    gate,
+)
 from lbrepro.core.claims import UNDECIDED as UNDECIDED_STATUS
 from lbrepro.core.verdicts import EmptyComparisonError
 from lbrepro.models import affinity as model
@@ -400,6 +409,29 @@ def test_queue_length_real_formulas_keep_the_paper_words_not_reproduced():
     claims = queue_length.check(rows + perf_sim_rows(("wait_jobs", "wait_var")), PERF_CFG)
     assert failed(claims, "slightly more")  # CM/JSQ 1.37–1.70 at λ = 0.6–0.9
     assert failed(claims, "almost twice")  # Var ratio 0.70–0.90
+    # both measures tried: waiting jobs 0.70–0.90, all jobs in system 1.29–2.81 at these λ
+    (var,) = [c for c in claims if "almost twice" in c.claim]
+    assert var.attribution["verdict"] == FAILS_EVERY
+    assert var.finding == queue_length.FINDING_FIG6 and var.finding in PAPER.findings
+    assert PAPER.findings[var.finding].source == "paper"
+
+
+def test_queue_length_variance_depends_on_the_measure_where_the_readings_disagree():
+    rows = ql_rows(var_factor=0.78)  # waiting jobs: 0.78, as the formulas at λ = 0.8
+    rows = [r | {"value": 1.53 * r["value"] / 0.78} if r["quantity"] == "jobs_var" else r
+            for r in rows]  # fmt: skip
+    (var,) = [c for c in queue_length.check(rows, PERF_CFG) if "almost twice" in c.claim]
+    att = var.attribution
+    assert att["verdict"] == DEPENDS and var.finding is None  # ours, not the paper's
+    assert [r["reading"] for r in att["readings"]] == ["waiting jobs", "jobs in system"]
+    assert [r["status"] for r in att["readings"]] == [NOT_REPRODUCED, REPRODUCED]
+    assert att["readings"][1]["measured"] == pytest.approx(1.53)
+
+
+def test_affinity_findings_list_the_papers_and_lbrepros_apart():
+    sources = {k: f.source for k, f in PAPER.findings.items()}
+    assert sources[queue_length.FINDING_FIG6] == "paper"
+    assert sources["affinity-type-one-remainder"] == "lbrepro"
 
 
 def wt_rows(wi_factor=0.3, wii_factor=2.0, at_shift=0.0):

@@ -19,7 +19,9 @@ from lbrepro.artifacts.general.comparisons import CLOSED_FORM
 from lbrepro.artifacts.general.point_runs import LIMIT_RATIO, neighbour_rows
 from lbrepro.core.claims import (
     CONSISTENCY,
+    DEPENDS,
     DIAGNOSTIC,
+    FAILS_EVERY,
     NOT_REPRODUCED,
     REPRODUCED,
     UNDECIDED,
@@ -182,6 +184,13 @@ def test_sojourn_discloses_the_mitzenmacher_conflict() -> None:
     assert c.status == NOT_REPRODUCED and c.finding == sojourn.TD_CONFLICT
     assert sojourn.mitzenmacher_sojourn(0.9, 2) == pytest.approx(2.614057, abs=1e-6)
     assert c.finding in PAPER.findings and CLOSED_FORM in PAPER.findings
+    # one defect, one finding: T_d with θ = 1 is Mitzenmacher's T, so the conflict is θ's
+    assert c.finding == CLOSED_FORM and "2.61406" in c.details
+    assert sojourn.sojourn_with_theta(0.9, 2, 1.0) == pytest.approx(2.614057377, abs=1e-9)
+    assert sojourn.sojourn_with_theta(0.9, 2, 0.5) == pytest.approx(
+        sojourn.reconstructed_sojourn(0.9, 2), rel=1e-12
+    )
+    assert "2.61406" in str(PAPER.findings[CLOSED_FORM])
 
 
 def test_a_failed_work_conservation_invalidates_the_distribution() -> None:
@@ -313,6 +322,21 @@ def test_tail_claims_fail_on_a_geometric_tail() -> None:
     assert by(claims, "published Π_k's rate").status == NOT_REPRODUCED
 
 
+def test_tail_failures_name_their_root_cause() -> None:
+    # light-tailed service: a failed rate re-tests the Π formula, the θ finding
+    claims = tail.check(tail_rows("exp", 0.7, lambda k: 0.7 ** (2**k - 1)), TAIL)
+    assert by(claims, "published Π_k's rate").finding == CLOSED_FORM
+    # a power-law service tail (Lomax α = 3): its own finding (Bramson, Lu & Prabhakar)
+    rows = tail_rows("lomax:3", 0.7, lambda k: 0.7**k)
+    claims = tail.check(rows, TAIL | {"dists": ["lomax:3"]})
+    for text in ("Doubly exponential", "published Π_k's rate"):
+        c = by(claims, text)
+        assert c.status == NOT_REPRODUCED and c.finding == comparisons.POWER_TAIL
+    assert PAPER.findings[comparisons.POWER_TAIL].source == "paper"
+    # each law is a point of one statement
+    assert by(claims, "Doubly exponential").statement == "doubly-exponential-every-law"
+
+
 def test_tail_rate_claim_straddles_with_a_wide_interval() -> None:
     cf_u, _ = truth("exp", 0.7, "cf", 12)
     claims = tail.check(tail_rows("exp", 0.7, lambda k: cf_u[k], rel=0.3), TAIL)
@@ -335,12 +359,18 @@ def test_tail_equilibrium_diagnostic_fails_off_rho_and_voids_the_run() -> None:
 THETA = {"m": [1, 2, 3], "d": [1, 2, 3]}
 
 
-def test_theta_table_claim_holds_under_reading_a_and_control_reading_b_fails() -> None:
+def test_theta_table_claim_depends_on_the_reading_of_the_erlang_example() -> None:
     rows = theta_table.compute({"m": THETA["m"], "d": THETA["d"]}, None)
     claims = theta_table.check(rows, THETA)
     assert [c.kind for c in claims] == ["verdict", CONSISTENCY, CONSISTENCY]
     assert all(c.passed for c in claims)
     assert_controls_fail(claims)
+    # tried both ways: A holds, B fails, so the verdict is ours and charges no finding
+    att = claims[0].attribution
+    assert att["verdict"] == DEPENDS and claims[0].finding is None
+    assert [r["status"] for r in att["readings"]] == [REPRODUCED, NOT_REPRODUCED]
+    # each reading's control (θ at d = 1, which the paper sets apart) is not reproduced
+    assert all(r["control"]["outcome"] == NOT_REPRODUCED for r in att["readings"])
     a, b = theta_table.theta_grid(rows, "A"), theta_table.theta_grid(rows, "B")
     assert a[3, 2] < a[1, 2] and b[3, 2] > b[1, 2]  # the two readings disagree on m
     assert a[1, 2] == pytest.approx(0.5)  # exponential: μ^(d−1)/d
@@ -353,7 +383,11 @@ def test_theta_table_claim_fails_when_theta_grows_in_m() -> None:
     # swap the readings: reading A now holds B's numbers (θ increasing in m)
     swapped = [r | {"reading": {"A": "B", "B": "A"}[r["reading"]]} for r in rows]
     claims = theta_table.check(swapped, THETA)
-    assert not claims[0].passed
+    assert not claims[0].passed and claims[0].attribution["verdict"] == DEPENDS
+    # B's numbers under both labels: the claim fails under every reading
+    both_b = [r | {"reading": "A"} for r in rows if r["reading"] == "B"]
+    both_b += [r for r in rows if r["reading"] == "B"]
+    assert theta_table.check(both_b, THETA)[0].attribution["verdict"] == FAILS_EVERY
     bad = [r | {"value": r["value"] * (1.01 if r["how"] == "quadrature" else 1)} for r in rows]
     assert not theta_table.check(bad, THETA)[2].passed
 

@@ -13,7 +13,15 @@ from lbrepro.artifacts.hetero import accuracy, chaos, configuration, sojourn, st
 from lbrepro.artifacts.hetero.diagnostics import work_conservation
 from lbrepro.artifacts.hetero.estimates import busy_capacity_row
 from lbrepro.artifacts.hetero.tail_claims import control_load, prediction_distance
-from lbrepro.core.claims import CONSISTENCY, DIAGNOSTIC, Claim, gate
+from lbrepro.core.claims import (
+    CONSISTENCY,
+    DEPENDS,
+    DIAGNOSTIC,
+    FAILS_EVERY,
+    HOLDS_EVERY,
+    Claim,
+    gate,
+)
 from lbrepro.core.verdicts import NOT_REPRODUCED, REPRODUCED, UNDECIDED, EmptyComparisonError
 from lbrepro.judging.neighbours import NEIGHBOUR
 from lbrepro.models import hetero as model
@@ -110,6 +118,27 @@ def test_sojourn_claims_fail_where_false():
     # The schemes ahead by less than the minimum effect (2% of 0.51) is no win.
     claims = sojourn.check(sojourn_rows(tuned_wrong=(0.505, None)), SOJOURN_CFG)
     assert status(claims, "can give a lower mean response time") == [NOT_REPRODUCED]
+
+
+def test_sojourn_mis_tuned_split_is_tried_under_both_readings():
+    def paper(claims: list) -> Claim:
+        (c,) = [c for c in claims if "can give a lower mean response time" in c.claim]
+        return c
+
+    # The tuned split wins at its wrong load, p ∝ γC loses to the schemes: the verdict
+    # depends on which split stands for "no estimate", so no finding is charged to the paper.
+    c = paper(sojourn.check(sojourn_rows(tuned_wrong=(0.3, 0.6)), SOJOURN_CFG))
+    assert c.attribution["verdict"] == DEPENDS and c.finding is None
+    assert [r["status"] for r in c.attribution["readings"]] == [NOT_REPRODUCED, REPRODUCED]
+    # Both splits beat the schemes: a finding of the paper under every reading.
+    rows = sojourn_rows(tuned_wrong=(0.3, 0.6), typed_low=0.45)
+    rows = [r | {"value": 0.4} if r["policy"] == "typed" and r["method"] == "mf" else r
+            for r in rows]  # fmt: skip
+    c = paper(sojourn.check(rows, SOJOURN_CFG))
+    assert c.attribution["verdict"] == FAILS_EVERY and c.finding == sojourn.FINDING_STABLE_SPLIT
+    # Both readings reproduced by default.
+    c = paper(sojourn.check(sojourn_rows(), SOJOURN_CFG))
+    assert c.attribution["verdict"] == HOLDS_EVERY and c.status == REPRODUCED
 
 
 def test_sojourn_an_unstable_split_decides_nothing():

@@ -360,3 +360,111 @@ def test_a_run_asks_for_the_nearest_length_that_decides_one_of_its_claims():
     assert length_to_decide([decided]) == 1.0
     assert length_to_decide([]) == 1.0
     assert length_to_decide([verdict(UNDECIDED, math.inf), near]) == 1.3
+
+
+# --- attribution, statements and the tally -------------------------------------------------
+
+
+def _exact_claim(value: float, lo: float, text: str = "x above lo", **kw: object) -> object:
+    """A verdict "value > lo" with a near-miss control "value > lo + 1" (exact numbers)."""
+    from lbrepro.core.claims import make_claim as mk
+
+    return mk(
+        text,
+        exact(value > lo, value, f"> {lo}", "exact"),
+        control=("one more", exact(value > lo + 1, value, f"> {lo + 1}", "exact")),
+        distance="one unit above",
+        **kw,
+    )
+
+
+def test_attribute_says_which_reading_holds() -> None:
+    from lbrepro.core.claims import DEPENDS, FAILS_EVERY, HOLDS_EVERY, Reading, attribute
+
+    def att(a: float, b: float) -> object:
+        return attribute(
+            "the measure",
+            [
+                Reading("A", "waiting jobs", _exact_claim(a, 0)),
+                Reading("B", "jobs in system", _exact_claim(b, 0)),
+            ],
+            finding="defect",
+        )
+
+    both = att(0.5, 0.5)
+    assert both.attribution["verdict"] == HOLDS_EVERY and both.finding is None
+    none = att(-1, -2)
+    assert none.attribution["verdict"] == FAILS_EVERY and none.finding == "defect"
+    mixed = att(-1, 0.5)  # the first reading fails, the other holds: ours, not the paper's
+    assert mixed.attribution["verdict"] == DEPENDS and mixed.finding is None
+    entry = mixed.to_dict()
+    assert [r["status"] for r in entry["attribution"]["readings"]] == [NOT_REPRODUCED, REPRODUCED]
+    assert entry["attribution"]["readings"][1]["measured"] == 0.5
+    with pytest.raises(ValueError, match="two readings"):
+        attribute("x", [Reading("A", "a", _exact_claim(1, 0))])
+
+
+def test_statement_aggregates_its_points_and_counts_once() -> None:
+    from lbrepro.core.tally import aggregate, tally
+
+    assert aggregate([REPRODUCED, REPRODUCED]) == REPRODUCED
+    assert aggregate([REPRODUCED, UNDECIDED]) == UNDECIDED
+    assert aggregate([UNDECIDED, NOT_REPRODUCED, REPRODUCED]) == NOT_REPRODUCED
+    with pytest.raises(ValueError):
+        aggregate([])
+    pts = [_exact_claim(v, 0, f"x > 0 at point {i}", statement="s1").to_dict()
+           for i, v in enumerate([0.5, 0.7, -1])]  # fmt: skip
+    pts[2]["finding"] = "defect"
+    other = _exact_claim(0.5, 0, "another statement").to_dict()
+    t = tally({"p": [("art", e) for e in [*pts, other]]})
+    sec = t["papers"]["p"]
+    # three points of one statement are one verdict; it fails because one point does
+    assert sec["statements"] == {REPRODUCED: 1, NOT_REPRODUCED: 1, UNDECIDED: 0}
+    assert sec["findings"][0]["id"] == "defect" and sec["findings"][0]["claims"] == 1
+    assert sec["findings"][0]["statements"] == [("art", "s1")]
+
+
+def test_tally_sets_baseline_reconstructions_and_lbrepro_apart() -> None:
+    from lbrepro.core.claims import Finding, Reading, attribute
+    from lbrepro.core.tally import tally
+
+    dep = attribute(
+        "the split",
+        [Reading("A", "a", _exact_claim(-1, 0, "beats")), Reading("B", "b", _exact_claim(1, 0))],
+    ).to_dict()
+    own = _exact_claim(-1, 0, "our stricter check", source="lbrepro", finding="rem").to_dict()
+    base = _exact_claim(1, 0, "supermarket agrees").to_dict()
+    found = {"p": {"rem": Finding("remainder", "an O(1/N) term", {"art": "0.007"}, "lbrepro")}}
+    t = tally({"p": [("art", dep), ("art", own)], "supermarket": [("sm", base)]}, found)
+    sec = t["papers"]["p"]
+    assert sec["statements"] == {REPRODUCED: 0, NOT_REPRODUCED: 0, UNDECIDED: 0}
+    assert [s["statement"] for s in sec["reconstruction"]] == ["beats"]
+    assert sec["reconstruction"][0]["points"][0]["readings"][1]["status"] == REPRODUCED
+    assert sec["findings"] == [] and sec["lbrepro"][NOT_REPRODUCED] == 1
+    assert sec["lbrepro_findings"][0]["source"] == "lbrepro"
+    assert "supermarket" in t["baseline"] and "supermarket" not in t["papers"]
+    assert t["total"][REPRODUCED] == 0 and t["total"]["reconstruction"] == 1
+
+
+def test_finding_text_names_cause_and_evidence() -> None:
+    from lbrepro.core.claims import Finding
+
+    f = Finding("θ", "θ = μ^(d−1)/d", {"general-sojourn": "T_d with θ = 1 is 2.614"})
+    assert "θ = μ^(d−1)/d" in str(f) and "2.614" in str(f)
+    with pytest.raises(ValueError):
+        Finding("x", "y", source="someone")
+
+
+def test_a_margin_is_relative_where_the_quantity_is_small() -> None:
+    from lbrepro.core.verdicts import SMALL_QUANTITY, bounded_margin
+
+    # a fraction of 10⁻³ measured as 4·10⁻³: an absolute 0.01 margin lets it pass
+    est = [Estimate(0.004, 0.0039, 0.0041, 0.0001, 20)]
+    assert agrees(est, [0.001], margin=0.01).outcome == REPRODUCED
+    # capped at half the quantity, the same table fails: the run measured something else
+    m = bounded_margin(0.001, 0.01)
+    assert m == pytest.approx(SMALL_QUANTITY * 0.001)
+    assert agrees(est, [0.001], margin=m).outcome == NOT_REPRODUCED
+    # a large quantity keeps its absolute margin; the run's resolution is a floor
+    assert bounded_margin(0.5, 0.01) == 0.01
+    assert bounded_margin(1e-9, 0.01, floor=1e-6) == 1e-6

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from lbrepro.core.claims import Claim
+from lbrepro.core.claims import Claim, Finding
 from lbrepro.core.errors import ConfigError
 
 Rows = list[dict[str, Any]]
@@ -75,9 +75,10 @@ class Paper:
     citation: str
     summary: str
     artifacts: tuple[Artifact, ...] = ()
-    #: Root causes shared by several failing claims: finding id → what it is, with numbers.
+    #: Root causes shared by several failing claims: finding id → a :class:`Finding` (root
+    #: cause, evidence per artifact, whose defect; ``str()`` is its text) or plain text.
     #: A claim names its root cause in ``Claim.finding``; the report lists each once.
-    findings: Mapping[str, str] = field(default_factory=dict)
+    findings: Mapping[str, str | Finding] = field(default_factory=dict)
     # Position in the report (smaller first); papers with equal order sort by slug.
     order: int = 100
     #: Where a reader finds the paper: its DOI as https://doi.org/…, else its arXiv page (the

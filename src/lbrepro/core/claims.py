@@ -21,12 +21,17 @@ Kinds of check:
 ``source`` says whose claim it is: the paper's (``paper``), a published number
 (``published``), or a stricter check of lbrepro's own (``lbrepro``), counted apart.
 ``finding`` names the root cause a failure shares with others (one cause, one finding; the
-paper package describes it in ``Paper.findings``).
+paper package describes it in ``Paper.findings`` as a :class:`Finding`).
+
+``statement`` names the paper statement a claim is one parameter point of: the claims sharing
+it are one verdict (:mod:`lbrepro.core.tally`). ``attribution`` says, for a verdict that rests
+on something the paper's text leaves open, whether it holds under every plausible reading,
+fails under every reading, or depends on the reconstruction (:func:`attribute`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -43,6 +48,9 @@ __all__ = [
     "UNDECIDED",
     "VERDICT",
     "Claim",
+    "Finding",
+    "Reading",
+    "attribute",
     "claim_status",
     "close",
     "consistency",
@@ -62,6 +70,11 @@ INVALID = "invalid run"
 INDISTINCT = "the control (near miss) is reproduced too"
 #: Sources of claims.
 SOURCES = ("paper", "published", "lbrepro")
+#: What a verdict's readings say (:func:`attribute`).
+HOLDS_EVERY = "holds under every reading"
+FAILS_EVERY = "fails under every reading"
+DEPENDS = "depends on the reconstruction"
+ATTRIBUTIONS = (HOLDS_EVERY, FAILS_EVERY, DEPENDS)
 
 
 def _verdict_dict(v: Verdict) -> dict[str, Any]:
@@ -107,6 +120,11 @@ class Claim:
     runs: tuple[str, ...] = ()
     #: Looks at the decision while its run doubled until decided (written only when > 1).
     looks: int = 1
+    #: The paper statement this claim is one parameter point of (claims sharing it are one
+    #: verdict, :mod:`lbrepro.core.tally`); None: the claim is a statement of its own.
+    statement: str | None = None
+    #: The readings of what the text leaves open and what each gives (:func:`attribute`).
+    attribution: dict[str, Any] | None = None
     #: The run-length factor that would decide it (1: decided; inf: no length would), from
     #: :attr:`Verdict.length_needed`: what a workflow extension reads (:mod:`lbrepro.extension`);
     #: not written (``needs`` says it in words).
@@ -175,6 +193,7 @@ def make_claim(
     details: str = "",
     finding: str | None = None,
     runs: Iterable[str] = (),
+    statement: str | None = None,
     **extra: Any,
 ) -> Claim:
     """A claim from a :class:`Verdict` and its control ``(what the near miss is, its verdict)``.
@@ -214,7 +233,111 @@ def make_claim(
         runs=tuple(runs),
         looks=verdict.looks,
         length_needed=verdict.length_needed,
+        statement=statement,
     )
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One plausible reading of what a paper's text leaves open, and the claim it gives.
+
+    ``name`` is a short label ("waiting jobs"), ``text`` what the reading takes and why a
+    careful reader of the paper would take it; ``claim`` is the verdict under that reading,
+    with its own control.
+    """
+
+    name: str
+    text: str
+    claim: Claim
+
+
+def _reading_dict(r: Reading) -> dict[str, Any]:
+    c = r.claim
+    return {
+        "reading": r.name,
+        "text": r.text,
+        "status": c.status,
+        "measured": c.measured,
+        "expected": c.expected,
+        "interval": c.interval,
+        "margin": c.margin,
+        "details": c.details,
+        "control": c.control,
+    }
+
+
+def attribute(opens: str, readings: Sequence[Reading], *, finding: str | None = None) -> Claim:
+    """One verdict over every plausible reading of what the text leaves open (``opens``).
+
+    The claim of the first reading (the one the other artifacts build on) is returned with an
+    ``attribution``: the readings tried, their statuses and numbers, and what they say —
+
+    - *holds under every reading*: every reading reproduces the claim;
+    - *fails under every reading*: every reading is not reproduced — a finding of the paper
+      (``finding`` is kept);
+    - *depends on the reconstruction*: one reading reproduces it and another does not — the
+      verdict is ours, not the paper's: no finding is charged, and the tally counts it apart;
+    - otherwise (some reading undecided) no verdict: the claim keeps its first reading's status.
+
+    Readings must be those a careful reader of the paper would take, named before the data;
+    a single reading is an error (there is nothing to attribute).
+    """
+    if len(readings) < 2:
+        raise ValueError(f"attribute({opens!r}): needs at least two readings")
+    first = readings[0].claim
+    if any(r.claim.kind != VERDICT for r in readings):
+        raise ValueError(f"attribute({opens!r}): every reading must be a verdict")
+    statuses = [r.claim.status for r in readings]
+    if all(s == REPRODUCED for s in statuses):
+        verdict = HOLDS_EVERY
+    elif all(s == NOT_REPRODUCED for s in statuses):
+        verdict = FAILS_EVERY
+    elif REPRODUCED in statuses and NOT_REPRODUCED in statuses:
+        verdict = DEPENDS
+    else:
+        verdict = ""
+    names = "; ".join(f"{r.name}: {s}" for r, s in zip(readings, statuses, strict=True))
+    return replace(
+        first,
+        finding=None if verdict == DEPENDS else (finding if NOT_REPRODUCED in statuses else None),
+        details="; ".join(t for t in (first.details, f"readings — {names}") if t),
+        attribution={
+            "open": opens,
+            "verdict": verdict,
+            "readings": [_reading_dict(r) for r in readings],
+        },
+    )
+
+
+def attribution_of(entry: dict[str, Any]) -> str:
+    """What a checks.json entry's readings say ("" for a claim with no readings)."""
+    att = entry.get("attribution")
+    return str(att.get("verdict") or "") if isinstance(att, dict) else ""
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A root cause that explains failed claims (``Paper.findings`` maps its id to it).
+
+    ``source`` is whose defect it is: ``paper`` (a finding of the paper: its paper claims point
+    to it) or ``lbrepro`` (a remainder or limit of lbrepro's own checks, listed apart).
+    ``evidence`` ties each explained claim to the cause: artifact id → one sentence with the
+    numbers (e.g. "T_d with θ = 1 equals Mitzenmacher's 2.614"). ``str()`` gives the text the
+    report shows.
+    """
+
+    title: str
+    root_cause: str
+    evidence: Mapping[str, str] = field(default_factory=dict)
+    source: str = "paper"
+
+    def __post_init__(self) -> None:
+        if self.source not in ("paper", "lbrepro"):
+            raise ValueError(f"finding {self.title!r}: source must be paper or lbrepro")
+
+    def __str__(self) -> str:
+        ties = " ".join(f"{a}: {e}" for a, e in self.evidence.items())
+        return f"{self.title}. {self.root_cause}" + (f" Evidence — {ties}" if ties else "")
 
 
 def consistency(

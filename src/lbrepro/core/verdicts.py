@@ -53,6 +53,7 @@ __all__ = [
     "agreement_margin",
     "agrees",
     "better",
+    "bounded_margin",
     "decide",
     "estimate",
     "exact",
@@ -401,6 +402,23 @@ def agreement_margin(reference: float, *, relative: float = AGREEMENT, floor: fl
     default :data:`AGREEMENT` unless the paper gives its own yardstick.
     """
     return max(relative * abs(float(reference)), float(floor))
+
+
+#: The largest margin, as a fraction of the quantity judged, that an agreement may use: a
+#: margin set in absolute terms (a figure's resolution, a fraction of an axis) becomes
+#: relative where the quantity is small, so that agreement still tells the quantity from 0
+#: and from its double (docs/methods.md, "Margins").
+SMALL_QUANTITY = 0.5
+
+
+def bounded_margin(reference: float, margin: float, *, floor: float = 0.0) -> float:
+    """An absolute ``margin`` capped at :data:`SMALL_QUANTITY` × |reference|, at least ``floor``.
+
+    A margin orders of magnitude larger than its quantity passes whatever the run says (0.01
+    on a fraction of 10⁻⁴); capped, the pass means the run measured the quantity. ``floor`` is
+    the run's resolution (1/(N·T) for a time-averaged fraction): no margin is finer.
+    """
+    return max(min(float(margin), SMALL_QUANTITY * abs(float(reference))), float(floor))
 
 
 def agrees(

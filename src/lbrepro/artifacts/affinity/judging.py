@@ -11,8 +11,9 @@ from typing import Any
 import numpy as np
 
 from lbrepro.core.stats import Estimate, von_neumann
-from lbrepro.core.verdicts import AGREEMENT, Component, Verdict, decide, exact
+from lbrepro.core.verdicts import AGREEMENT, Component, Verdict, bounded_margin, decide, exact
 from lbrepro.judging.neighbours import neighbour_load
+from lbrepro.judging.tails import TAIL_SERVERS
 
 #: One yardstick for the paper's words "slightly" and "significantly" (it gives no number): a
 #: relative difference of at most a quarter is slight, one of more than a quarter significant.
@@ -38,10 +39,11 @@ FRACTION_MARGIN = 0.01
 #: as having left the quasi-stable state (the two states differ by ≥ 0.39 at λ = 0.8, d1 = 25).
 STAY = 0.15
 
-#: A cell of a fixed point enters the family only if at least one server is expected in it
-#: (N·x ≥ 1): a fraction the run cannot observe (d1 = 25, x21 ≈ 1.7e-6 at N = 2000: 0.003
-#: servers) has no interval to decide on.
-MIN_SERVERS = 1.0
+#: A cell of a fixed point enters the family only if it is held on average by at least
+#: TAIL_SERVERS servers at N/2 (judging.tails.held, the rule of every tail verdict): a
+#: fraction the run barely observes (d1 = 25, x21 ≈ 1.7e-6 at N = 2000: 0.003 servers) has no
+#: interval to decide on, and its margin would dwarf it.
+MIN_SERVERS = TAIL_SERVERS
 
 #: The paper's residence-time claim is about large N with d1 fixed: it is judged only where
 #: d1/N ≤ SMALL_D1_RATIO (N ≥ 125 at d1 = 25).
@@ -108,8 +110,9 @@ def batches_converged(series: Sequence[float] | np.ndarray) -> bool:
 
 
 def perf_margin(reference: float) -> float:
-    """The agreement margin of a performance quantity: 2% relative, at least PERF_FLOOR."""
-    return max(AGREEMENT * abs(float(reference)), PERF_FLOOR)
+    """The agreement margin of a performance quantity: 2% relative, at least PERF_FLOOR, but
+    never above half the quantity (:func:`~lbrepro.core.verdicts.bounded_margin`)."""
+    return bounded_margin(reference, max(AGREEMENT * abs(float(reference)), PERF_FLOOR))
 
 
 # -- capped exit times ----------------------------------------------------------------------

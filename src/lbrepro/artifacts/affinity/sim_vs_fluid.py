@@ -34,6 +34,7 @@ from lbrepro.core.verdicts import (
     EmptyComparisonError,
     Verdict,
     agrees,
+    bounded_margin,
     estimate,
     exact,
 )
@@ -306,14 +307,15 @@ def _case_claims(
     labels = [f"x{c}" for c in cells]
     ref = [fp[c]["value"] for c in cells]
     ref_c = [fpc[c]["value"] for c in cells]
-    margins = [FRACTION_MARGIN] * len(ref)
+    # 0.01 of the figure's axis, but at most half of a small cell (bounded_margin)
+    margins = [bounded_margin(x, FRACTION_MARGIN) for x in ref]
     sep = [abs(a - b) / m for a, b, m in zip(ref, ref_c, margins, strict=True)]
     lam_c = next(iter(fpc.values()))["lam"]
     run = f"d{d1}-{start}"
     est = [by[(N, *c)] for c in cells]
     rem = max((abs(remainder(by[(N, *c)], by[(Nh, *c)])) for c in cells), default=0.0)
     left_text = (
-        f"; left out (fewer than {MIN_SERVERS:g} server expected at N = {Nh}): "
+        f"; left out (fewer than {MIN_SERVERS:g} servers expected at N = {Nh}): "
         + ", ".join(f"x{c} = {fp[c]['value']:.2g}" for c in left)
         if left
         else ""
@@ -368,7 +370,7 @@ def _case_claims(
         }
         sw_c = select(rows, quantity="switch_fraction_control", d1=d1, start=start)[0]["value"]
         target = select(rows, quantity="switch_fraction_formula", d1=d1, start=start)[0]["value"]
-        m = FRACTION_MARGIN
+        m = bounded_margin(target, FRACTION_MARGIN)
         e = [sw[N]]
         claims.append(
             make_claim(

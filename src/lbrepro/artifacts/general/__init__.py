@@ -35,14 +35,15 @@ from lbrepro.artifacts.general import (
     theta_exp,
     theta_table,
 )
-from lbrepro.artifacts.general.comparisons import CLOSED_FORM
+from lbrepro.artifacts.general.comparisons import CLOSED_FORM, POWER_TAIL
 from lbrepro.artifacts.general.sojourn import (
     MITZENMACHER_D,
     MITZENMACHER_EXAMPLE,
     MITZENMACHER_RHO,
-    TD_CONFLICT,
+    sojourn_with_theta,
 )
 from lbrepro.artifacts.registry import Paper
+from lbrepro.core.claims import Finding
 
 _T_MITZ, _T_REC = MITZENMACHER_EXAMPLE
 _GAP = f"{(_T_REC - _T_MITZ) / _T_MITZ:+.1%}".replace("-", "−")
@@ -70,26 +71,40 @@ PAPER = Paper(
         audit.ARTIFACT,
     ),
     findings={
-        CLOSED_FORM: (
-            "The published closed form is off: Π_k integrates ∫s_{k−1}(x)^d dx where the "
-            "probability that all d sampled queues hold ≥ k−1 jobs is (∫s_{k−1})^d, so even "
-            "for exponential service Π_2 = ρ^(d+1)/d instead of ρ^(d+1) (0.1715 against "
-            "0.343 at ρ = 0.7, d = 2; Π_3 0.0103 against 0.0824): u_2, u_3 are off by a "
-            "factor 2–6 across the service laws, and T_d by what it inherits. One root "
-            "cause, its instances: general-sojourn (the published T_d, every distribution), "
-            "general-audit (Π_2, Π_3, T_d as the N → ∞ values, every distribution), "
-            "general-tail (Π_2, Π_3 against the simulation at N = 10⁴, formerly labelled "
-            "'finite-N findings', every distribution; and the published rate where it "
-            "fails for a light-tailed law)."
+        CLOSED_FORM: Finding(
+            "The published θ = μ^(d−1)/d in the fixed point",
+            "Π_k integrates ∫s_{k−1}(x)^d dx where the probability that all d sampled "
+            "queues hold ≥ k−1 jobs is (∫s_{k−1})^d, which puts a factor θ into Π_k; even "
+            "for exponential service θ = 1/d, so Π_2 = ρ^(d+1)/d instead of ρ^(d+1) "
+            "(0.1715 against 0.343 at ρ = 0.7, d = 2, where the exact mean field and the "
+            "simulation give 0.343; Π_3 0.0103 against 0.0824). Every claim that reads Π_k "
+            "inherits it: the Π_k values, the rate of log(−log Π_k) at the simulated levels, "
+            "and T_d.",
+            {
+                "general-sojourn": (
+                    f"the published T_d is off by what it inherits from Π_k; with θ = 1 the "
+                    f"same T_d is {sojourn_with_theta(MITZENMACHER_RHO, MITZENMACHER_D, 1.0):.5f}"
+                    f" at ρ = {MITZENMACHER_RHO:g}, d = {MITZENMACHER_D}, Mitzenmacher's "
+                    f"Corollary 3.8 ({_T_MITZ:.5f}), against {_T_REC:.4f} with θ = 1/2 "
+                    f"({_GAP}): the T_d-vs-Mitzenmacher conflict is this θ"
+                ),
+                "general-audit": "Π_2, Π_3 and T_d against the exact mean field (N → ∞), "
+                "off by the factor θ^((d^(k−1)−1)/(d−1)) for every distribution",
+                "general-tail": "Π_2, Π_3 against the simulation at N = 10⁴, and the "
+                "published rate for light-tailed service: the same Π formula re-tested",
+            },
         ),
-        TD_CONFLICT: (
-            "The seed says its T_d “is the same as Corollary 3.8 in Mitzenmacher” for "
-            f"exponential service, i.e. T = Σ_i ρ^((d^i−d)/(d−1)) = {_T_MITZ:.3f} at "
-            f"ρ = {MITZENMACHER_RHO:g}, d = {MITZENMACHER_D} (the exact mean field agrees), "
-            "while the T_d reconstructed in docs/models.md from the seed's surviving text "
-            f"gives {_T_REC:.3f} there ({_GAP}). The seed lost the "
-            "equation, so the reconstruction, the seed's statement, or both are wrong; "
-            "general-sojourn's claim shows both numbers."
+        POWER_TAIL: Finding(
+            "A power-law service tail changes the queue's tail",
+            "The paper says Π_k's doubly exponential rate holds for every service law of "
+            "finite mean. Bramson, Lu & Prabhakar show otherwise for a power-law service "
+            "tail Ḡ ~ x^−β: the queue tail is a power law when β < d/(d−1), and its doubly "
+            "exponential regime need not have Π_k's rate otherwise.",
+            {
+                "general-tail": "the Lomax service laws' log(−log u_k) slope is not the "
+                "published Π_k's at the simulated levels, while the light-tailed laws' "
+                "failures are the θ defect's",
+            },
         ),
     },
     order=40,

@@ -63,8 +63,12 @@ LIMIT_RULE = (
     "makes that distribution's verdicts undecided (invalid run)."
 )
 
-#: The root cause of most of paper 002's failures (Paper.findings of the general paper).
+#: The root cause of most of Li & Lui's failures (Paper.findings of the general paper): the
+#: factor θ = μ^(d−1)/d in the published fixed point.
 CLOSED_FORM = "closed-form"
+#: A finding of its own: a power-law service tail changes the queue's tail (Bramson, Lu &
+#: Prabhakar), so the published rate does not hold "for every service law".
+POWER_TAIL = "power-law-service"
 
 
 def extrapolated(big: Estimate, small: Estimate) -> Estimate:
@@ -326,6 +330,8 @@ def published_and_mean_field_claims(
                 details=LIMIT_NOTE,
                 finding=CLOSED_FORM if method == "cf" and claim.outcome == NOT_REPRODUCED else None,
                 runs=runs,
+                # one statement over the service laws (each law a point of it)
+                statement=f"{method}-is-the-limit",
             )
         )
     return claims

@@ -35,7 +35,6 @@ from lbrepro.core.verdicts import (
     NOT_REPRODUCED,
     EmptyComparisonError,
     Verdict,
-    agrees,
     better,
     estimate,
 )
@@ -411,12 +410,6 @@ def near_optimal_control(table: CostTable, tol_pct: float) -> tuple[str, Verdict
     )
 
 
-def equivalent_costs(a: list[Estimate], b: list[Estimate], labels: list[str]) -> Verdict:
-    """Every |B − A| below OUTPERFORM (two one-sided tests on the cost differences)."""
-    gaps = [gap_of(x, y) for x, y in zip(a, b, strict=True)]
-    return agrees(gaps, [0.0] * len(gaps), margin=OUTPERFORM, labels=labels, what="B − A")
-
-
 def policy_claims(rows: Rows, cfg: Mapping[str, Any], method: str) -> list[Claim]:
     """The paper's claims on the dispatching policies, judged on exact or simulated costs."""
     table = relative_costs(rows, cfg, method)
@@ -437,6 +430,15 @@ def policy_claims(rows: Rows, cfg: Mapping[str, Any], method: str) -> list[Claim
     ]
     for rival in RIVALS:
         a, b, labels = finite_pairs(table, "whittle", rival)
+        # The near miss: the closest rival the claim excludes — the rival's cost lowered,
+        # only where Whittle is ahead, to half the minimum effect above Whittle's (a rival
+        # Whittle never beats by the minimum effect). Not the negation "no gap anywhere",
+        # which no run satisfying the claim can pass.
+        lift = [
+            min(0.0, float(x.mean) + OUTPERFORM / 2 - float(y.mean))
+            for x, y in zip(a, b, strict=True)
+        ]
+        near = [shifted(y, d) for y, d in zip(b, lift, strict=True)]
         claims.append(
             make_claim(
                 f"Whittle's index policy can outperform {rival.upper()}: its cost is lower by "
@@ -444,12 +446,13 @@ def policy_claims(rows: Rows, cfg: Mapping[str, Any], method: str) -> list[Claim
                 f"({how})",
                 judge_costs(a, b, quantifier="any", min_effect=OUTPERFORM, labels=labels),
                 control=(
-                    f"a near miss: {rival.upper()} and Whittle agree within {OUTPERFORM:g}% of "
-                    "the optimal cost at every point (no outperforming anywhere)",
-                    equivalent_costs(a, b, labels),
+                    f"a near miss: {rival.upper()} improved where Whittle is ahead, to "
+                    f"{OUTPERFORM / 2:g} points above Whittle's cost (a rival Whittle never "
+                    "outperforms by the minimum effect), same test",
+                    judge_costs(a, near, quantifier="any", min_effect=OUTPERFORM, labels=labels),
                 ),
-                distance=f"the claim needs a gap > {OUTPERFORM:g} points; the near miss has "
-                f"every |gap| < {OUTPERFORM:g}",
+                distance=f"the rival's cost lowered by at most {-min(lift, default=0.0):.3g} "
+                f"points (half a minimum effect, {OUTPERFORM / 2:g}, short of the claim)",
                 details=f"costs in % of the exact optimum; minimum effect {OUTPERFORM:g} points "
                 "(the default agreement margin)",
                 runs=runs,
