@@ -123,7 +123,60 @@ def test_fallback_does_not_change_the_run_length():
         extend=2,
     )
     assert run.doublings == 2 and run.micro == 4 * 1280
-    assert run.batching.groups == 10 and run.batches == 10 and not run.converged
+    # ~25 correlation times (1/(1 − φ) = 200 micro-batches): slow, yet its conservative
+    # interval decides (the relaxation check passes).
+    assert run.batching.groups == 10 and run.batches == 10 and run.slow
+    assert run.converged and not run.unusable
+
+
+def _slow_run(series: np.ndarray, **kw: object):
+    """A run of ``series`` (one value per micro-batch) that takes no doubling."""
+    recorded: list[float] = []
+
+    def step(t_end: float) -> int:
+        recorded.append(series[len(recorded)])
+        return 1
+
+    return run_micro_batches(
+        step,
+        lambda: np.array(recorded),
+        horizon=float(series.size),
+        warmup=0.0,
+        min_batches=20,
+        events_per_time=1.0,
+        extend=0,
+        **kw,
+    )
+
+
+def test_a_slow_run_decides_unless_it_fails_the_relaxation_check():
+    """The rule for a run whose batch means stay correlated: its conservative interval decides
+    (converged) unless it spans too few relaxation times — summed over servers (N·T/τ), or
+    of its own measured correlation time — or its stated relaxation time is infinite."""
+    rng = np.random.default_rng(9)
+    long = _slow_run(ar1(rng, 1280, 0.99))  # ~11 correlation times of 100 micro-batches
+    assert long.slow and long.converged
+    for kw, why in (
+        ({"relaxation": float("inf"), "servers": 10}, "infinite relaxation time"),
+        ({"relaxation": 100.0, "servers": 10}, "N·T/τ = 128 relaxation times"),
+        ({"relaxation": 1.0, "servers": 10}, ""),
+    ):
+        run = _slow_run(ar1(np.random.default_rng(9), 1280, 0.99), **kw)
+        assert run.slow and run.converged is (not why) and why in run.unusable
+    # Half a period of a slow oscillation: far less than one correlation time.
+    wave = np.sin(np.linspace(0.0, np.pi, 1280)) + 0.01 * rng.normal(size=1280)
+    short = _slow_run(wave)
+    assert short.slow and not short.converged and "measured correlation times" in short.unusable
+    # The rule reads the statistic, never the flag alone: at MIN_CORRELATION_TIMES = 0 the
+    # same series decides.
+    from lbrepro.sim import runlength
+
+    floor = runlength.MIN_CORRELATION_TIMES
+    try:
+        runlength.MIN_CORRELATION_TIMES = 0.0
+        assert _slow_run(wave).converged
+    finally:
+        runlength.MIN_CORRELATION_TIMES = floor
 
 
 def test_a_fraction_never_or_rarely_observed_gets_an_interval_that_covers():
