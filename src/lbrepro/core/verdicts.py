@@ -28,8 +28,9 @@ the far side: at most 2.5% of the time, family-wise. The same rule decides every
 A verdict that rests on an estimate with no honest interval (``converged = False``: its run
 failed the relaxation check, :func:`lbrepro.core.rows.not_converged`) is *undecided (invalid
 run)*, whatever its numbers say; a slowly mixing run's conservative interval decides.
-Each :class:`Verdict` carries the decisive statistic as a number (never null), its widened interval, the margin in the claim's units, and
-for an undecided verdict the precision that would decide it.
+Each :class:`Verdict` carries the decisive statistic as a number (never null), its widened
+interval, the margin in the claim's units, and for an undecided verdict the precision that
+would decide it.
 """
 
 from __future__ import annotations
