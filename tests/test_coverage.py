@@ -353,11 +353,12 @@ def bench_cases() -> list[dict]:
 
 
 def test_coverage_record_is_committed_and_measures_the_levels_in_use():
-    """bench_coverage's record: >= 100 replications per case (>= 30 for a case that caps them
-    for cost: a loaded 2-core machine measures it in minutes), the nominal and the ×1.3 and ×2 widened levels, slow-mixing cases among them;
-    the main quantity of every case covers at >= 93% over its converged runs — the ones the
-    verdicts decide on, slowly mixing runs' conservative intervals included — and a case whose
-    runs end not converged has its fallback intervals (all runs) measured too."""
+    """bench_coverage's record: >= 100 replications per case (>= 30 for a case that caps
+    them for cost: a loaded 2-core machine measures it in minutes), the nominal and the ×1.3
+    and ×2 widened levels, slow-mixing cases among them; the main quantity of every case
+    covers at >= 93% over its converged runs — the ones the verdicts decide on, slowly mixing
+    runs' conservative intervals included — and a case whose runs end not converged has its
+    fallback intervals (all runs) measured too."""
     path = Path(__file__).resolve().parent.parent / "src" / "lbrepro" / "report" / "coverage.json"
     record = json.loads(path.read_text(encoding="utf-8"))
     assert record["commit"] and record["date"] and record["produced_by"]
