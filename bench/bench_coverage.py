@@ -374,6 +374,20 @@ def _line(row: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def _commit() -> str:
+    """HEAD's hash, with "+dirty" if tracked files under src/ or bench/ differ from it."""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "diff", "--quiet", "HEAD", "--", "src/lbrepro", "bench"], cwd=ROOT
+        ).returncode
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("+dirty" if dirty else "")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run every case, print the coverage table and write the record."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -382,6 +396,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--merge", action="store_true", help="add the cases to the --out record")
     args = ap.parse_args(argv)
+    # The commit the code was measured at: taken before the cases run, so committing during a
+    # long run does not mislabel it; a tree with uncommitted changes is marked "+dirty".
+    commit = _commit()
     rows = []
     for c in cases():
         if args.case and c["case"] not in args.case:
@@ -389,12 +406,6 @@ def main(argv: list[str] | None = None) -> int:
         row = run_case(c, min(args.reps, c.get("reps", args.reps)))
         rows.append(row)
         print(_line(row), flush=True)
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        commit = "unknown"
     record = {
         "what": "coverage of simulation confidence intervals on known answers, at the nominal "
         "95% level and Bonferroni-widened as the verdicts use them (x1.3: m = 4.6, x2: m = 564)",
