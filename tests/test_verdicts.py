@@ -236,6 +236,28 @@ def test_a_failed_diagnostic_invalidates_the_verdicts_on_its_run():
     assert gate([passing, on_run])[1].status == REPRODUCED
 
 
+def test_a_diagnostic_fails_on_its_statistic_never_on_a_flag_alone():
+    """Only a diagnostic whose interval lies on the failing side gates its run's verdicts:
+    one that straddles its margin, or rests on a run with no honest interval (its own
+    verdicts are invalid already), shows the run wrong in nothing."""
+    ok = exact(True, 1.0, "1")
+    near = exact(False, 2.0, "1")
+    on_run = make_claim("tail", ok, control=("near", near), distance="d", runs=["r"])
+    # Work conservation on an estimate with no honest interval: undecided, by the flag.
+    flagged = agrees([est(0.7, 0.001, converged=False)], [0.7], margin=0.01)
+    assert flagged.outcome == UNDECIDED and flagged.invalid
+    straddles = agrees([est(0.7, 0.02)], [0.7], margin=0.01)
+    assert straddles.outcome == UNDECIDED and not straddles.invalid
+    for undecided in (flagged, straddles):
+        diag = diagnostic("work conservation", undecided, runs=["r"])
+        assert gate([diag, on_run])[1].status == REPRODUCED
+    # On its statistic: the interval wholly beyond the margin fails it.
+    failing = agrees([est(0.75, 0.001)], [0.7], margin=0.01)
+    assert failing.outcome == NOT_REPRODUCED
+    gated = gate([diagnostic("work conservation", failing, runs=["r"]), on_run])
+    assert gated[1].status == UNDECIDED and "work conservation" in gated[1].invalid
+
+
 def test_close_relative():
     assert close(100.0, 101.0, 0.02, relative=True).outcome == REPRODUCED
     assert close(100.0, 103.0, 0.02, relative=True).outcome == NOT_REPRODUCED

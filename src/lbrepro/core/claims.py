@@ -363,14 +363,23 @@ def diagnostic(claim: str, verdict: Verdict, *, runs: Iterable[str], details: st
     )
 
 
+def diagnostic_failed(c: Claim) -> bool:
+    """Whether a diagnostic failed on its statistic: its interval lies wholly on the failing
+    side (not reproduced). One left undecided — its interval straddles the margin, or it rests
+    on estimates with no honest interval, which invalidate their own verdicts already — has
+    not shown the run wrong, so it gates nothing: a diagnostic never fails on a flag alone."""
+    return c.kind == DIAGNOSTIC and c.outcome == NOT_REPRODUCED
+
+
 def gate(claims: Sequence[Claim]) -> list[Claim]:
-    """Invalidate every verdict that reads a run whose diagnostic failed.
+    """Invalidate every verdict that reads a run whose diagnostic failed on its statistic
+    (:func:`diagnostic_failed`).
 
     Applied by the pipeline to each artifact's claims, so no artifact can forget it.
     """
     failed: dict[str, list[str]] = {}
     for c in claims:
-        if c.kind == DIAGNOSTIC and c.outcome != REPRODUCED:
+        if diagnostic_failed(c):
             for run in c.runs:
                 failed.setdefault(run, []).append(c.claim)
     if not failed:

@@ -56,7 +56,10 @@ COLUMNS: dict[str, Column] = {
     "seed": Column("entropy of the point's random stream", "id"),
     "batches": Column("batch means (or replications) behind the interval", "integer"),
     "converged": Column(
-        "False: the batch means stayed correlated; the interval is suspect", "flag"
+        "False: the run failed the relaxation check (too few relaxation times for any honest "
+        "interval); True: its interval decides, the conservative one of few large batches "
+        "for a slowly mixing run (batches <= 10)",
+        "flag",
     ),
     "doublings": Column(
         "how often the point's run was doubled beyond its configured length (for its batch "
@@ -98,10 +101,16 @@ def estimate_row(est: Estimate, *, N: int | None = None, seed: Any = None) -> di
 
 
 def not_converged(flag: Any) -> bool:
-    """Whether a row's ``converged`` cell says the run did not converge: exactly False (a bool
-    or NumPy bool, as :func:`lbrepro.core.io.read_table` gives it) or its text "False"; None
-    (an exact row, or no flag) and everything else do not. Such a row's interval is the
-    fallback's, not a trusted 95% interval: figures and summaries do not show it."""
+    """Whether a row's ``converged`` cell says the run has no honest interval: exactly False
+    (a bool or NumPy bool, as :func:`lbrepro.core.io.read_table` gives it) or its text
+    "False"; None (an exact row, or no flag) and everything else do not.
+
+    The one rule for reading the flag. False is set only by the relaxation check
+    (:func:`lbrepro.sim.runlength.slow_run_problem`: too few relaxation times, or an infinite
+    one), never because the batch means stayed correlated: such a slowly mixing run carries
+    the conservative interval of few large batches, flagged True, and decides. A False row's
+    interval decides nothing (its verdicts are *undecided (invalid run)*); figures and
+    summaries do not show it."""
     if isinstance(flag, bool | np.bool_):
         return not flag
     return isinstance(flag, str) and flag.strip().lower() == "false"

@@ -53,6 +53,7 @@ __all__ = [
     "batch_means_ci",
     "bonferroni_factor",
     "choose_batching",
+    "correlation_time",
     "fallback_batching",
     "merge_batches",
     "mser5",
@@ -523,15 +524,17 @@ def fallback_batching(
     85.5%, the fallback 95.0%, 95.8%, 93.8%, 90.2% and 89.0% (×1.3 widened: 97.2–91.2% →
     98.7–95.8%; ×2: 99.7–98.0% → 100–99.0%).
 
-    The fallback is *not trusted*: the run stays ``converged = False`` and the verdict layer
-    treats it as an invalid run. No test on the run's own data can say when its groups are
-    long enough: a sample whose batch means happen to look uncorrelated (at the groups' scale
-    or a finer one) also has an underestimated variance, so trusting only such runs selects
+    The fallback is the *conservative interval* of a slowly mixing run: it decides claims
+    (``converged = True``, at most 10 batches) when the run passes the relaxation check of
+    :func:`lbrepro.sim.runlength.slow_run_problem` — enough relaxation times summed over the
+    servers (N·T/τ) and enough of its own measured correlation times (:func:`correlation_time`)
+    — and is no honest interval otherwise (``converged = False``, the verdicts on it invalid).
+    Not a test of the batch means on the run's own data: a sample whose batch means happen to
+    look uncorrelated also has an underestimated variance, so trusting only such runs selects
     the ones that undercover (on AR(1) series of 13 correlation times, trusting runs whose
-    predicted lag-1 was <= 0.5 gave 89% coverage, <= 0.3 gave 74%). What such a run needs is
-    a longer run (``simulation.extend``, the horizon). The wider interval is what the table
-    holds for it, beside ``converged = False``; figures and summaries do not show it
-    (``lbrepro.core.rows.not_converged``). Coverage on known answers: ``bench/bench_coverage.py``.
+    predicted lag-1 was <= 0.5 gave 89% coverage, <= 0.3 gave 74%); the relaxation check
+    counts the run's length instead. Coverage on known answers, as used:
+    ``bench/bench_coverage.py``.
     """
     x = np.asarray(main, dtype=float)
     k = min(groups, batching.batches // 2)
@@ -549,16 +552,26 @@ def predicted_lag1(x: np.ndarray, start: int, length: float) -> float:
     the fallback's intervals, nearly independent of their own batch means (a floor on the
     converged intervals too widened them by 2–7% and did not help where they undercover:
     M/M/1 at ρ = 0.99 on ~100 relaxation times, bench_coverage)."""
+    tau = correlation_time(x, start)
+    return _exp_lag1(tau / length) if math.isfinite(tau) else 0.0
+
+
+def correlation_time(x: np.ndarray, start: int = 0) -> float:
+    """The correlation time of ``x[start:]``, in values (micro-batches): that of the
+    exponential autocorrelation whose batch means of ~FINE_BATCHES batches have the measured
+    (bias-corrected) lag-1 correlation; NaN for fewer than 4 such batches. The relaxation
+    check of a run whose simulator states no relaxation time
+    (:func:`lbrepro.sim.runlength.slow_run_problem`) counts how many of them the run spans."""
+    x = np.asarray(x, dtype=float)
     n = x.size - start
     fine = max(1, n // FINE_BATCHES)
     B0 = n // fine
     if B0 < 4:
-        return 0.0
+        return math.nan
     y = x[x.size - B0 * fine :].reshape(B0, fine).mean(axis=1)
     r0 = float(_lag1(y[:, None])[0])
     r0 = min(max(r0 + (1.0 + 3.0 * r0) / B0, 1e-6), 1.0 - 1e-6)
-    tau = _exp_correlation_time(r0) * fine  # in micro-batches
-    return _exp_lag1(tau / length)
+    return _exp_correlation_time(r0) * fine
 
 
 def _exp_lag1(x: float) -> float:

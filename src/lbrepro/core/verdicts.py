@@ -25,10 +25,12 @@ the far side: at most 2.5% of the time, family-wise. The same rule decides every
 - :func:`exact` — a comparison of exact values (closed forms, mean fields, exact Markov
   computations): decided outright, there is no noise.
 
-A verdict that rests on an estimate whose run failed a diagnostic (``converged = False``) is
-*undecided (invalid run)*, whatever its numbers say. Each :class:`Verdict` carries the decisive
-statistic as a number (never null), its widened interval, the margin in the claim's units, and
-for an undecided verdict the precision that would decide it.
+A verdict that rests on an estimate with no honest interval (``converged = False``: its run
+failed the relaxation check, :func:`lbrepro.core.rows.not_converged`) is *undecided (invalid
+run)*, whatever its numbers say; a slowly mixing run's conservative interval decides.
+Each :class:`Verdict` carries the decisive statistic as a number (never null), its widened
+interval, the margin in the claim's units, and for an undecided verdict the precision that
+would decide it.
 """
 
 from __future__ import annotations
@@ -331,8 +333,9 @@ def _unconverged(estimates: Sequence[Estimate]) -> str:
     if not n:
         return ""
     return (
-        f"{n} of {len(estimates)} estimates from runs whose batch means stayed correlated "
-        "(converged = False): their intervals cannot be trusted"
+        f"{n} of {len(estimates)} estimates from runs too short for any honest interval "
+        "(converged = False: fewer relaxation times than the relaxation check needs, or an "
+        "infinite relaxation time; lbrepro.sim.runlength.slow_run_problem)"
     )
 
 

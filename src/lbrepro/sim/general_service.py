@@ -189,7 +189,7 @@ class GeneralSimResult(EstimatesMixin):
     ``u[k]`` (k = 0..K) is the time-average fraction of servers with ≥ k jobs;
     ``mean_sojourn`` comes from Little's law with the configured λ. ``horizon`` is the time
     run, ``warmup_used`` the time discarded, ``batches`` the batches of the intervals and
-    ``converged`` whether their means passed the independence test.
+    ``converged`` whether they are honest (``lbrepro.sim.runlength.slow_run_problem``).
     """
 
     u: np.ndarray

@@ -163,7 +163,7 @@ def simulate_occupancy(
         for it, and the rest is merged into batches whose means pass a von Neumann
         independence test; the run is doubled (up to ``extend`` times, within the event
         budget) while they do not. The result states the warm-up used, the batches, the
-        horizon actually run and whether the batching converged.
+        horizon actually run and whether its intervals are honest (``converged``).
     seed
         An int (used as ``lbrepro.core.rng.stream(seed)``) or a SeedSequence, which should be
         dedicated to this run: the generator state is ``seq.generate_state(4)``.

@@ -39,8 +39,9 @@ class OccupancySimResult(EstimatesMixin):
     ``horizon`` is the time actually simulated (the requested horizon, doubled by any
     extension), ``warmup`` the configured minimum warm-up and ``warmup_used`` the time
     discarded (MSER-5), ``batches`` the number of batch means of every interval and
-    ``batch_length`` their duration; ``converged`` is False when the batch means still failed
-    the independence test after every allowed extension (the intervals are then too short).
+    ``batch_length`` their duration; ``converged`` is False when the run failed the
+    relaxation check (``lbrepro.sim.runlength.slow_run_problem``: no interval is honest); a
+    run whose batch means stayed correlated but passed it keeps its conservative interval.
     Intervals are clipped to the range of the quantity (fractions to [0, 1]).
     ``events`` counts events after the warm-up used, ``events_total`` includes it;
     ``elapsed`` is the wall time of the simulation proper (numba compilation excluded) and
