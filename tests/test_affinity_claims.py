@@ -320,7 +320,7 @@ def test_sim_vs_fluid_leaves_out_a_cell_the_run_cannot_observe():
 def test_fig5_and_switch_fraction_are_consistency_checks():
     claims = sim_vs_fluid.check(svf_rows(), SVF_CFG)
     fig5 = next(c for c in claims if c.claim.startswith("Fig. 5"))
-    assert fig5.kind == CONSISTENCY and fig5.passed and "seed text" in fig5.claim
+    assert fig5.kind == CONSISTENCY and fig5.passed and "Cardinaels et al. (2019)" in fig5.claim
     cells = {
         (r["i"], r["j"]): r["value"] for r in svf_rows() if r["quantity"] == "fig5_fixed_point"
     }

@@ -129,7 +129,7 @@ def exact_hetero_chain(
 ) -> dict[str, np.ndarray]:
     """Stationary quantities of the labelled chain of Scheme 1 or 2, queues truncated at cap.
 
-    Transitions are built server by server from the seed's description, independently of
+    Transitions are built server by server from the paper's description, independently of
     the kernel: for every type, each of the N_j^{d_j} ordered samples (with replacement) is
     enumerated; its least occupied draw (ties uniform among the tied draws) is the type's
     candidate; the job goes to the best candidate (Scheme 1: fewest jobs; Scheme 2: largest

@@ -1,4 +1,4 @@
-"""LPS-d servers and Whittle's index (docs/models.md §B, seed 001).
+"""LPS-d servers and Whittle's index (docs/models.md §B, Ayesta et al. (2018)).
 
 This module is the single home of the model's equations.
 

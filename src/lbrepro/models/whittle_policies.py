@@ -420,7 +420,7 @@ def simulate_summary(
 
 MODEL = Model(
     name="whittle",
-    help="the slotted K-server LPS-d system of seed 001 (Whittle, JSQ, JSEW, RSA, optimal)",
+    help="slotted K-server LPS-d system of Ayesta et al. 2018 (Whittle, JSQ, JSEW, RSA, optimal)",
     params=(
         Param("p", "real", "arrival probability per slot"),
         Param("q", "text", "service capacities, comma-separated (one per server)"),

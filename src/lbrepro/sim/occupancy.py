@@ -8,7 +8,7 @@ process of rate λN and are routed by a policy:
 * ``"sqd"``: whole-pool SQ(d) — sample d servers from all N (with replacement, or without
   when ``replace=False``; d = N without replacement is JSQ), join the least occupied, ties
   uniformly among the tied sampled servers;
-* ``"scheme1"`` / ``"scheme2"`` (seed 000): sample d_j servers of every type j (with
+* ``"scheme1"`` / ``"scheme2"`` (Mukhopadhyay et al. 2016): sample d_j servers of every type j (with
   replacement inside the type), keep the least occupied of each type (occupancy m_j), and
   send the job to the type with the smallest m_j (Scheme 1) or the largest C_j / m_j, an idle
   server counting as ∞ (Scheme 2); ties across types go to the higher capacity;

@@ -132,7 +132,7 @@ def cumulative_split(split: tuple[float, ...]) -> np.ndarray:
 def priority_order(capacity: tuple[float, ...]) -> np.ndarray:
     """Types by decreasing capacity; equal capacities by increasing index.
 
-    Schemes 1 and 2 break ties across types towards the higher capacity (seed 000). For
+    Schemes 1 and 2 break ties across types towards the higher capacity (Mukhopadhyay et al.). For
     equal capacities the paper assumes none (spec §A: merge such types); the lower type
     index is this simulator's own deterministic rule, not the paper's.
     """

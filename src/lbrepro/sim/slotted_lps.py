@@ -1,4 +1,4 @@
-"""The slotted K-server LPS-d system (seed 001) under a routing rule: a numba kernel.
+"""The slotted K-server LPS-d system (Ayesta et al. (2018)) under a routing rule: a numba kernel.
 
 Per slot: the dispatcher picks a server a from the state at the start of the slot, every
 server k loses D_k ~ Bin(min(d_k, n_k), q_k/min(d_k, n_k)) jobs, then the arrival (probability

@@ -1,4 +1,4 @@
-"""The affinity paper (seed 003, docs/models.md §D): its text and its artifacts.
+"""The affinity paper (Cardinaels et al. (2019), docs/models.md §D): its text and its artifacts.
 
 Coupling tables (exact integers), the fluid limit with its fixed points and their stability,
 bistability for large d1, finite-N simulation against the fluid limit, performance against
@@ -32,7 +32,7 @@ PAPER = Paper(
     "Job Allocation in Large-Scale Service Systems with Affinity Relations",
     "E. Cardinaels, S. C. Borst & J. S. H. van Leeuwaarden",
     "Cardinaels, Borst & van Leeuwaarden, Job Allocation in Large-Scale Service Systems with "
-    "Affinity Relations (seed text 003).",
+    "Affinity Relations.",
     (
         "Type-I jobs can only run on d1 primary servers, type-II jobs on any idle server. "
         "The paper claims: Table 1's coupling thresholds d(k) for N = 50; a threshold d1* "

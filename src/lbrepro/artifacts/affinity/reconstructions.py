@@ -1,4 +1,4 @@
-"""The reconstruction notes of the affinity paper: what the seed text leaves open and
+"""The reconstruction notes of the affinity paper: what the paper's text leaves open and
 which choice lbrepro made, shown beside every artifact that depends on it. Their numbers are
 formatted from the constants they describe (the claims' margins and rules in ``judging``,
 the initial states' cells in ``fluid_trajectories``, the fluid limit's truncation)."""
@@ -24,7 +24,7 @@ def _cells(n: int) -> str:
 
 
 ASSIGNMENT_NOTE = (
-    "The assignment rule is inferred (the seed text omits it): an idle primary server takes "
+    "The assignment rule is inferred (the paper's text omits it): an idle primary server takes "
     "the job as type I; else any idle server takes it as type II; else it joins the primary "
     "server with the fewest jobs (ties uniformly) as type I. Type I has preemptive priority "
     "over the (at most one) type-II job of a server. This rule was chosen because it "

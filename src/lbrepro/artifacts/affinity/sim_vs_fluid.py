@@ -48,15 +48,15 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 
-#: The published Fig. 5 (seed text 003, §4): the queueing fixed point's largest cells at the
-#: paper's parameters FIG5, printed at four decimals (every cell within FIG5_ROUNDING), and
+#: The published Fig. 5 (Cardinaels et al. 2019, §4): the queueing fixed point's largest cells at
+#: the paper's parameters FIG5, printed at four decimals (every cell within FIG5_ROUNDING), and
 #: the fraction of arrivals through an immediate switch.
 FIG5 = {"lam": 0.8, "mu2": 0.5, "mu1": 1.0, "d1": 3}
 PUBLISHED_FIG5 = {(0, 1): 0.40, (1, 1): 0.4704, (2, 1): 0.1283}
 FIG5_ROUNDING = 5e-5
 PUBLISHED_SWITCH = 0.25
-#: Where the published numbers come from: the seed text, §4 (Fig. 5 and the switch fraction).
-FIG5_SOURCE = "the seed text 003, §4: Fig. 5's fixed point and the immediate-switch fraction"
+#: Where the published numbers come from: the paper's text, §4 (Fig. 5 and the switch fraction).
+FIG5_SOURCE = "Cardinaels et al. (2019), §4: Fig. 5's fixed point and the immediate-switch fraction"
 #: The point of the closed forms compared with the published numbers (not a case id d<d1>-…).
 PUBLISHED_POINT = "fig5"
 

@@ -22,12 +22,12 @@ def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return {"all": {"N": cfg["N"], "k_max": cfg["k_max"]}}
 
 
-#: The published row: the seed text's Table 1 (seed 003, §3, N = 50; k = 2, 3, 4, 5).
+#: The published row: the paper's Table 1 (Cardinaels et al. (2019), §3, N = 50; k = 2, 3, 4, 5).
 PUBLISHED_TABLE1 = {2: 31, 3: 34, 4: 36, 5: 38}
 #: The number of servers of the published Table 1.
 TABLE1_N = 50
 TABLE1_SOURCE = (
-    f"the seed text's Table 1 (seed 003, §3: N = {TABLE1_N}, "
+    f"the paper's Table 1 (Cardinaels et al. (2019), §3: N = {TABLE1_N}, "
     f"k = {min(PUBLISHED_TABLE1)}–{max(PUBLISHED_TABLE1)})"
 )
 

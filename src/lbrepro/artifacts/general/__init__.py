@@ -1,11 +1,11 @@
-"""Artifacts of the general-service paper (seed 002, Li & Lui; docs/models.md §C).
+"""Artifacts of the general-service paper (Li & Lui (2010); docs/models.md §C).
 
 The paper's closed form is reproduced as published — θ, Π_k, T_d — and set beside the truth:
 the exact mean field for phase-type service (cavity queue; it agrees with the (n, phase) ODE
 to 1e-8, see tests) and simulation of N FCFS servers for any service distribution.
 
 - ``general-theta-table`` (:mod:`.theta_table`): Table 1, θ for Erlang service, m, d = 1..5,
-  under the two readings of the seed's example (A: m phases of rate 1, μ = 1/m; B: the
+  under the two readings of the paper's example (A: m phases of rate 1, μ = 1/m; B: the
   printed formula, μ = 1).
 - ``general-theta-exp`` (:mod:`.theta_exp`): θ against μ for exponential service, d = 2 and 3.
 - ``general-theta-examples`` (:mod:`.theta_examples`): θ by quadrature against the closed
@@ -53,7 +53,7 @@ PAPER = Paper(
     "Doubly Exponential Solution for Randomized Load Balancing Models with General Service Times",
     "Q.-L. Li & J. C. S. Lui",
     "Li & Lui, Doubly Exponential Solution for Randomized Load Balancing Models with General "
-    "Service Times (seed text 002).",
+    "Service Times.",
     (
         "JSQ(d) with a general service-time law. The paper publishes a doubly exponential "
         "fixed point Π_k built from θ = ∫(μḠ)^d and a sojourn time from it, and claims θ "

@@ -39,9 +39,9 @@ from lbrepro.plotting.style import METHOD_STYLE, color, new_figure
 
 ITEMS: list[Item] = [("mean_sojourn", None)]
 
-#: The load at which the seed's statement is checked (Mitzenmacher's T = 2.614 at d = 2).
+#: The load at which the paper's statement is checked (Mitzenmacher's T = 2.614 at d = 2).
 MITZENMACHER_RHO = 0.9
-#: The d of the seed's example, at which the reconstructions quote both numbers (the claim
+#: The d of the paper's example, at which the reconstructions quote both numbers (the claim
 #: is checked at the configured d).
 MITZENMACHER_D = 2
 #: The T_d-vs-Mitzenmacher conflict is the θ defect (T_d with θ = 1 is Mitzenmacher's T):
@@ -159,7 +159,7 @@ def mitzenmacher_claim(rows: Rows, d: int) -> Claim:
 
     Exact values on both sides, so the verdict is decided outright with the default 2%
     relative margin; the control is Mitzenmacher's T at the neighbouring load. It discloses
-    that the reconstructed T_d (docs/models.md) conflicts with the seed's own statement.
+    that the reconstructed T_d (docs/models.md) conflicts with the paper's own statement.
     """
     found = {}
     for q, method in (
@@ -179,7 +179,7 @@ def mitzenmacher_claim(rows: Rows, d: int) -> Claim:
     margin = AGREEMENT * mitz
     return make_claim(
         f"Exponential service, d = {d}: the published T_d “is the same as Corollary 3.8 in "
-        f"Mitzenmacher” (the seed's words) — at ρ = {rho:g} Mitzenmacher's T = {mitz:.4f}, "
+        f"Mitzenmacher” (the paper's words) — at ρ = {rho:g} Mitzenmacher's T = {mitz:.4f}, "
         f"the reconstructed T_d = {ours:.4f}",
         close(mitz, ours, AGREEMENT, relative=True),
         control=(

@@ -1,5 +1,5 @@
 """general-theta-table: Table 1, θ for Erlang service, m, d = 1..5, under the two readings of
-the seed's example (A: m phases of rate 1, μ = 1/m; B: the printed formula, μ = 1)."""
+the paper's example (A: m phases of rate 1, μ = 1/m; B: the printed formula, μ = 1)."""
 
 from __future__ import annotations
 
@@ -17,10 +17,10 @@ from lbrepro.core.verdicts import EmptyComparisonError, Verdict, exact
 from lbrepro.models import general as model
 from lbrepro.models import service
 
-#: The two readings of the seed's Erlang example (Table 1), see the artifact's reconstructions.
+#: The two readings of the paper's Erlang example (Table 1), see the artifact's reconstructions.
 READINGS = {
     "A": "m phases of rate 1, μ = 1/m (Ḡ summed to m − 1)",
-    "B": "the seed's formula read literally: μ = 1, Ḡ = e^(−x)·Σ_{k=0..m} x^k/k!",
+    "B": "the paper's formula read literally: μ = 1, Ḡ = e^(−x)·Σ_{k=0..m} x^k/k!",
 }
 
 
@@ -191,7 +191,7 @@ ARTIFACT = Artifact(
     summary=summary,
     reconstructions=(
         "The seed lost Table 1's numbers; the table is recomputed from the definition of θ.",
-        "[reconstruction] The seed's Erlang example is ambiguous: it sets μ = 1 and writes "
+        "[reconstruction] The paper's Erlang example is ambiguous: it sets μ = 1 and writes "
         "Ḡ(x) = e^(−μx)Σ_{k=0..m}(μx)^k/k! (m + 1 phases), while θ = ∫(μḠ)^d needs μ = "
         "1/mean. Reading A (used by the other artifacts and by the claim) takes m phases "
         "of rate 1 and μ = 1/m; reading B takes the formula literally (μ = 1). As measured "

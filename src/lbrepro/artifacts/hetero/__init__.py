@@ -1,4 +1,4 @@
-"""Artifacts of the heterogeneous-cluster paper (seed 000; docs/models.md §A), one module each.
+"""Artifacts of Mukhopadhyay et al. (2016), heterogeneous clusters (docs/models.md §A).
 
 ``hetero-sojourn`` (:mod:`.sojourn`): E[T] against load for six policies on H2, H2x, H3.
 ``hetero-stability`` (:mod:`.stability`): the largest stable load of whole-system SQ(d) against
@@ -32,7 +32,7 @@ PAPER = Paper(
     authors="A. Mukhopadhyay, A. Karthik & R. R. Mazumdar",
     citation=(
         "Mukhopadhyay, Karthik & Mazumdar, Randomized Assignment of Jobs to Servers in "
-        "Heterogeneous Clusters of Shared Servers for Low Delay (seed text 000)."
+        "Heterogeneous Clusters of Shared Servers for Low Delay."
     ),
     summary=(
         "Processor-sharing servers of several types (fractions γ_j, capacities C_j). "

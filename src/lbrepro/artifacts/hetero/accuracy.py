@@ -306,7 +306,7 @@ ARTIFACT = Artifact(
     validate=validate,
     reconstructions=(
         "The systems (systems), loads (rho) and N grid (N), listed with the parameters, are "
-        "our choice: the seed's numerical section is missing [reconstruction].",
+        "our choice: the paper's numerical section is missing [reconstruction].",
         f"'Becomes exact': the distance to the mean field falls with N by more than "
         f"{AGREEMENT:.0%} of E[T] and, at the largest N, the simulation agrees with the mean "
         f"field within {AGREEMENT:.0%} of E[T] plus the refined mean field's 1/N term there "

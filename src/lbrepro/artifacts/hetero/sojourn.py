@@ -176,7 +176,7 @@ FINDING_STABLE_SPLIT = "stable-mis-tuned-split-wins"
 WRONG_LOAD_GAP = 0.25
 
 _RECONSTRUCTED = (
-    "[reconstruction] the system is ours, not the seed's (its numerical section is missing)"
+    "[reconstruction] the system is ours, not the paper's (its numerical section is missing)"
 )
 
 
@@ -545,7 +545,7 @@ ARTIFACT = Artifact(
     plot=plot,
     validate=validate,
     reconstructions=(
-        "Section 6's parameters are not in the seed: the systems (systems: γ, C and d per "
+        "Section 6's parameters are not in the paper: the systems (systems: γ, C and d per "
         "type) and the assumed load λ̂ of the tuned split (lam_hat, a fraction of the "
         "capacity), listed with the parameters, are our choice.",
         f"'Lower mean response time' needs a minimum effect of {AGREEMENT:.0%} of the "

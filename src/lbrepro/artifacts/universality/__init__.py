@@ -1,4 +1,4 @@
-"""The universality paper (seed 004; docs/models.md §E): JSQ(d(N)) against JSQ.
+"""The universality paper (Mukherjee et al. (2016); docs/models.md §E): JSQ(d(N)) against JSQ.
 
 ``universality-fluid`` (:mod:`.fluid`): q₂ against N for fixed and growing d(N).
 ``universality-diffusion`` (:mod:`.diffusion`): the Halfin–Whitt scale against the JSQ
@@ -21,7 +21,7 @@ PAPER = Paper(
     "Universality of Power-of-d Load Balancing Schemes",
     "D. Mukherjee, S. C. Borst, J. S. H. van Leeuwaarden & P. A. Whiting",
     "Mukherjee, Borst, van Leeuwaarden & Whiting, Universality of Power-of-d Load Balancing "
-    "Schemes, 2016, doi:10.1145/3003977.3003990 (seed text 004).",
+    "Schemes, 2016, doi:10.1145/3003977.3003990.",
     "JSQ(d(N)) matches JSQ at fluid scale iff d(N) → ∞ and at diffusion scale if "
     "d(N)/(√N log N) → ∞.",
     artifacts=(fluid.ARTIFACT, diffusion.ARTIFACT, overhead.ARTIFACT),

@@ -425,7 +425,7 @@ ARTIFACT = Artifact(
     summary=summary,
     validate=validate,
     reconstructions=(
-        "The paper's own figures are not in the seed: the parameters of the config section "
+        "The paper's own figures are not in its text: the parameters of the config section "
         "(the load lam, the sweep N, the d(N) families) test its fluid-limit theorem. "
         "Simulations start from the mean-field fixed point at d(N), rounded to N servers, and "
         "discard a warm-up.",

@@ -1,4 +1,4 @@
-"""Artifacts of Ayesta, Gupta & Verloop (seed 001, docs/models.md §B): LPS-d servers, Whittle.
+"""Artifacts of Ayesta, Gupta & Verloop (2018), docs/models.md §B: LPS-d servers, Whittle.
 
 ``whittle-index-linear`` / ``whittle-index-meanvar``: W(n) against n over a (p, q, d) grid.
 ``whittle-fcfs``: the d = 1 closed form against the numerical index.
@@ -27,9 +27,7 @@ PAPER = Paper(
     slug="whittle",
     title="Load balancing with heterogeneous schedulers",
     authors="U. Ayesta, M. Gupta & I. M. Verloop",
-    citation=(
-        "Ayesta, Gupta & Verloop, Load balancing with heterogeneous schedulers (seed text 001)."
-    ),
+    citation=("Ayesta, Gupta & Verloop, Load balancing with heterogeneous schedulers."),
     summary=(
         "A dispatcher sends each arriving job (probability p per slot) to one of K servers, "
         "each serving up to d jobs at a time (limited processor sharing, capacity q). "

@@ -1,4 +1,4 @@
-"""The reconstructions the whittle artifacts state: choices the seed text leaves open."""
+"""The reconstructions the whittle artifacts state: choices the paper's text leaves open."""
 
 from __future__ import annotations
 

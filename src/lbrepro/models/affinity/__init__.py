@@ -1,4 +1,4 @@
-"""Job allocation with affinity relations (docs/models.md §D, seed 003): the home of its equations.
+"""Job allocation with affinity relations (Cardinaels et al. 2019, docs/models.md §D).
 
 N servers; a job samples d1 *primary* servers. Served at a primary server it is a type-I job
 (rate μ1), anywhere else a type-II job (rate μ2 < μ1). Assignment [reconstruction]: an idle
@@ -198,7 +198,7 @@ def conservation(result: Mapping[str, Any]) -> Conserved | None:
 
 MODEL = Model(
     name="affinity",
-    help="job allocation with affinity relations (seed 003): d1 primary servers per job",
+    help="affinity relations (Cardinaels et al. 2019): d1 primary servers per job",
     params=(
         Param("lam", "real", "arrival rate per server (< mu1)"),
         Param("mu1", "real", "type-I service rate"),

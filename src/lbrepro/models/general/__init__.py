@@ -1,4 +1,4 @@
-"""Supermarket model with general service times (docs/models.md §C, seed 002, Li & Lui).
+"""Supermarket model with general service times (docs/models.md §C, Li & Lui (2010)).
 
 FCFS servers, Poisson arrivals at rate λ per server, JSQ(d) (d servers sampled with
 replacement), service time X ~ :class:`~lbrepro.models.service.ServiceDist` with survival Ḡ,

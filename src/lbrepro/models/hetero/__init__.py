@@ -9,7 +9,7 @@ Poisson arrivals at rate λN. ``u^{(j)}_n`` = fraction of type-j servers with at
 Policies (``policy=``):
 
 - ``"scheme1"``: sample d_j servers of every type, send the job to the least occupied sampled
-  server; ties go to the higher capacity (seed 000, Scheme 1);
+  server; ties go to the higher capacity (Mukhopadhyay et al. (2016), Scheme 1);
 - ``"scheme2"``: same sample, send the job to the largest rate per job C_j/q (idle = ∞);
   ties go to the higher capacity (Scheme 2);
 - ``"sqd"``: SQ(d) over the whole system, d = ``d_pool`` servers sampled from all N, ties
