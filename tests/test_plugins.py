@@ -142,7 +142,7 @@ def test_the_plugins_schema_applies(tmp_path: Path) -> None:
     [
         ({"slug": "Plug2", "artifact": "Plug2-table"}, "must be lower-case letters only"),
         ({"artifact": "table-of-plug"}, "must be lower-case words joined by hyphens and start"),
-        ({"slug": "general", "artifact": "general-extra"}, "lies in lbrepro's tree"),
+        ({"slug": "general", "artifact": "general-extra"}, "paper slug 'general' is declared by"),
         ({"defaults": "seed: 1\n"}, "may only set its own artifacts"),
     ],
     ids=["slug-not-lower-case", "artifact-without-slug", "slug-clash", "defaults-set-seed"],
