@@ -14,7 +14,7 @@ import pytest
 from lbrepro.core.claims import Claim, make_claim, write_checks
 from lbrepro.core.io import atomic_write_text, write_table
 from lbrepro.core.manifest import write_digest
-from lbrepro.core.verdicts import exact
+from lbrepro.core.verdicts import REPRODUCED, exact
 from lbrepro.report.manifest import CHANGED, UNRECORDED, VERIFIED, file_status
 from lbrepro.report.render import build_context
 from lbrepro.report.sanitize import MAX_DEPTH, read_json_bounded, visible
@@ -96,7 +96,7 @@ def test_unrecorded_file_is_shown_and_listed(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("char", ["\x00", "\x1b", "\u202e", "\u2066", "\x9b", "\u200b", "\x7f"])
 def test_control_and_bidi_characters_are_written_visibly(tmp_path: Path, char: str) -> None:
-    tree = _tree(tmp_path, [Claim(f"a{char}b", 1.0, 1.0, 0.1, True, details=HOSTILE)])
+    tree = _tree(tmp_path, [Claim(f"a{char}b", REPRODUCED, 1.0, 1.0, 0.1, details=HOSTILE)])
     html = tree.render().read_text()
     assert char not in html
     assert visible(char) in html and visible(char) != char

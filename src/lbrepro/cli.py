@@ -18,6 +18,7 @@ import functools
 import importlib
 import io
 import json
+import logging
 import math
 import os
 import pkgutil
@@ -394,11 +395,11 @@ def _run_model(args: argparse.Namespace) -> dict[str, Any]:
 
             def run() -> tuple[dict[str, Any], list[str]]:
                 # Progress is best effort: a closed or full stderr never costs the result.
-                with warnings.catch_warnings(record=True) as inner:
+                with warnings.catch_warnings(record=True) as inner, _logged() as logged:
                     warnings.simplefilter("always")
                     with event_budget(args.max_events), _best_effort_stderr():
                         simulated = _as_json(model.simulate(**kwargs))
-                return simulated, [_note(w) for w in inner]
+                return simulated, [_note(w) for w in inner] + logged
 
             result, notes = interruptible(run)
             for note in notes:
@@ -410,6 +411,31 @@ def _run_model(args: argparse.Namespace) -> dict[str, Any]:
     if notes:
         out["warnings"] = notes
     return out
+
+
+@contextlib.contextmanager
+def _logged() -> Iterator[list[str]]:
+    """Collect what lbrepro's modules log at warning level, as one line each.
+
+    A library module logs (a run that did not converge, say) for the workflow's log files;
+    here that goes into the result's ``warnings`` like any other, not onto the terminal,
+    where Python's last-resort handler would print it without the ``lbrepro:`` prefix.
+    """
+    lines: list[str] = []
+
+    class _Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines.append(_one_line(record.getMessage()))
+
+    logger = logging.getLogger("lbrepro")
+    handler, propagate = _Collect(logging.WARNING), logger.propagate
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        yield lines
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
 
 
 class _Relayed(UserWarning):
