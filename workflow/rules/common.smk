@@ -3,6 +3,7 @@
 # same list the CLI and the report enumerate.
 import os
 import sys
+from pathlib import Path
 
 from lbrepro.artifacts.registry import (
     CHECKS,
@@ -25,8 +26,9 @@ from lbrepro.core.errors import ConfigError
 from lbrepro.pipeline import (
     DEFAULT_MEM_MB,
     artifact_params,
-    damaged_job_tables,
     plan,
+    remove_stale_outputs,
+    runs_jobs,
     validate_config,
 )
 
@@ -48,18 +50,23 @@ PLAN = plan(config)
 
 # Resume after any interruption: locks left by a killed run (SIGKILL) are removed when the
 # process that held them is gone; incomplete outputs rerun (profiles/default).
-if workflow.exec_mode == ExecMode.DEFAULT and not workflow.dryrun:
+# (Snakemake reads this file before it knows whether it will run jobs: workflow.dryrun is
+# still False here, so the command line says; lbrepro.pipeline.runs_jobs.)
+RUNS_JOBS = workflow.exec_mode == ExecMode.DEFAULT and runs_jobs(sys.argv)
+if RUNS_JOBS:
     _stale = clear_stale_locks()
     if _stale is not None:
         print(f"lbrepro: removed the locks of an interrupted run (pid {_stale})", file=sys.stderr)
 
 
-# A job table that is not what its job wrote (truncated, empty, edited, no digest record) is
-# never collected: collect_table verifies every job table and recomputes such a job (a table
-# changed by hand is newer than the collected table, so collect_table reruns). Said here too.
+# Every existing output is verified against its digest record before Snakemake plans: one
+# that is damaged (truncated, emptied, edited with its mtime kept), unrecorded, or made by
+# another seed, other parameters or other code is removed, with one line on stderr, so this
+# run makes it again whatever the rerun triggers (lbrepro.pipeline.stale_outputs). A dry run
+# only names them; nothing is removed while another live run holds the locks.
 if workflow.exec_mode == ExecMode.DEFAULT:
-    for _path, _why in damaged_job_tables(PLAN):
-        print(f"lbrepro: {_path}: {_why}; collect_table recomputes it", file=sys.stderr)
+    _live = any(Path(".snakemake", "locks").glob("*.lock"))
+    remove_stale_outputs(PLAN, dry_run=not RUNS_JOBS or _live)
 
 
 onstart:
