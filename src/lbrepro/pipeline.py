@@ -497,67 +497,77 @@ def job_table_problem(plan: Plan, artifact_id: str, path: str | Path) -> str | N
 def damaged_job_tables(the_plan: Plan) -> Iterator[tuple[str, str]]:
     """Existing job tables of the plan that are not what their job would write now: (path,
     why) — see :func:`stale_outputs`, which covers every output."""
-    for path, why in stale_outputs(the_plan, report=False):
+    for path, why, _ in stale_outputs(the_plan, report=False):
         if "/jobs/" in path:
             yield path, why
 
 
-def expected_outputs(the_plan: Plan, report: bool = True) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Every output of the plan's enabled artifacts with the ``made_by`` that must have made
-    it: job tables, extensions, tables, claim checks, figures; with ``report``, the report
-    and report/config.yaml."""
+def expected_outputs(
+    the_plan: Plan, report: bool = True
+) -> Iterator[tuple[str, dict[str, Any], list[str] | None, tuple[str, ...]]]:
+    """Every output of the plan's enabled artifacts: (path, the ``made_by`` that must have
+    made it, the points it must hold (job tables), the outputs made from it). Job tables,
+    extensions, tables, claim checks, figures; with ``report``, the report and its config."""
+    shown = (registry.REPORT,) if report else ()
     for artifact in registry.enabled(the_plan.config):
         fmt = {"slug": artifact.slug, "artifact": artifact.id}
+        finals = tuple(artifact.paths().values())
         for job, planned in the_plan.jobs(artifact.id).items():
-            yield (
-                registry.JOB.format(job=job, **fmt),
-                the_plan.job_made_by(artifact.id, planned) | {"points": planned},
-            )
+            made_by = the_plan.job_made_by(artifact.id, planned)
+            yield registry.JOB.format(job=job, **fmt), made_by, planned, finals + shown
         made_by = the_plan.made_by(artifact.id)
         if the_plan.extendable(artifact.id):
-            yield registry.EXTENSION.format(**fmt), made_by
-        for path in artifact.paths().values():
-            yield path, made_by
+            yield registry.EXTENSION.format(**fmt), made_by, None, finals + shown
+        for kind, path in artifact.paths().items():
+            yield path, made_by, None, (finals if kind == "table" else ()) + shown
     if report:
         made_by = report_made_by(the_plan.config)
-        yield registry.REPORT, made_by
-        yield registry.REPORT_CONFIG, made_by
+        yield registry.REPORT, made_by, None, (registry.REPORT_CONFIG,)
+        yield registry.REPORT_CONFIG, made_by, None, (registry.REPORT,)
 
 
-def stale_outputs(the_plan: Plan, report: bool = True) -> Iterator[tuple[str, str]]:
-    """Existing outputs that are not what the current config would make: (path, why).
+def stale_outputs(
+    the_plan: Plan, report: bool = True
+) -> Iterator[tuple[str, str, tuple[str, ...]]]:
+    """Existing outputs that are not what the current config would make: (path, why, the
+    outputs made from it).
 
     Each is verified against its digest record (lbrepro.core.manifest): damaged (truncated,
     emptied, edited — its bytes are hashed, so an edit that keeps the size and the mtime is
     found), without a record, of other points than the plan, or made by another seed,
-    other parameters or other code. The workflow removes them when it starts, so Snakemake
-    makes them again whatever its rerun triggers; a job table or extension found so later is
-    recomputed by :func:`collect_table`, a table by the figure and the check."""
-    for path, expected in expected_outputs(the_plan, report):
+    other parameters or other code."""
+    for path, made_by, points, made_from_it in expected_outputs(the_plan, report):
         if not os.path.lexists(path):
             continue
-        points = expected.pop("points", None)
-        problem = verify(path, points=points, made_by=expected)
+        problem = verify(path, points=points, made_by=made_by)
         if problem is not None:
-            yield path, problem
+            yield path, problem, made_from_it
 
 
 def remove_stale_outputs(the_plan: Plan, *, dry_run: bool = False) -> list[str]:
-    """Remove (``dry_run``: only name) the outputs :func:`stale_outputs` finds, each with one
-    line on stderr; return their paths. Their digest records go with them."""
+    """Remove the outputs :func:`stale_outputs` finds, and every output made from them, with
+    one line on stderr for each stale one; return the paths removed (``dry_run``: only name
+    them, remove nothing).
+
+    Snakemake then makes them again whatever its rerun triggers: it reruns a job whose output
+    is missing, but not one whose input is missing while its own output is there — hence the
+    outputs made from a stale one go too (a job table's: its artifact's table, checks, figure
+    and the report). Digest records go with their files."""
     from lbrepro.core.manifest import digest_path
 
-    removed = []
-    for path, why in stale_outputs(the_plan):
+    removed: list[str] = []
+    for path, why, made_from_it in stale_outputs(the_plan):
         if dry_run:
             print(f"lbrepro: {path}: {why}; a run makes it again", file=sys.stderr)
-        else:
+            continue
+        print(f"lbrepro: {path}: {why}; removed, this run makes it again", file=sys.stderr)
+        for victim in (path, *made_from_it):
+            if victim in removed or not os.path.lexists(victim):
+                continue
+            os.unlink(victim)
             with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(digest_path(path))
-            print(f"lbrepro: {path}: {why}; removed, this run makes it again", file=sys.stderr)
-        removed.append(path)
+                os.unlink(digest_path(victim))
+            removed.append(victim)
     return removed
 
 
