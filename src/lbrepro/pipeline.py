@@ -571,6 +571,23 @@ def remove_stale_outputs(the_plan: Plan, *, dry_run: bool = False) -> list[str]:
     return removed
 
 
+def target_problem(config: Mapping[str, Any], slug: str, artifact_id: str) -> str | None:
+    """Why a target naming paper ``slug`` and artifact ``artifact_id`` cannot be made with
+    ``config`` (None: it can): an unknown artifact, one of another paper, or one the config
+    leaves out."""
+    known = {a.id: a for a in registry.all_artifacts()}
+    if artifact_id not in known:
+        return f"unknown artifact {artifact_id!r} (`lbrepro list` names them)"
+    if known[artifact_id].slug != slug:
+        return f"artifact {artifact_id!r} is under {known[artifact_id].slug}/, not {slug}/"
+    if artifact_id not in config:
+        return (
+            f"artifact {artifact_id!r} is not in the config (its section is left out; add "
+            "it, e.g. from config/config.yaml, to make it)"
+        )
+    return None
+
+
 #: Snakemake's options that make it plan without running a job (look, list, report, unlock,
 #: lint, touch, draw the graph...): with one of them the workflow must change no file.
 _NOT_RUNNING = frozenset(
