@@ -47,7 +47,7 @@ def _dead_pid() -> int:
 def test_record_names_host_boot_namespace_and_start(tmp_path: Path) -> None:
     runlock.record_run(tmp_path)
     record = json.loads((tmp_path / runlock.RUN_FILE).read_text())
-    assert set(record) == {"host", "machine_id", "boot_id", "pid_namespace", "pid", "start_time"}
+    assert set(record) == {"host", "machine_id", "boot_time", "pid_namespace", "pid", "start_time"}
     assert record["pid"] == os.getpid() and record["start_time"] == runlock.start_time(os.getpid())
 
 
@@ -65,8 +65,8 @@ def _record(**change: Any) -> dict[str, Any]:
         pytest.param(_record(pid_namespace="pid:[1]", pid=_dead_pid()), False, id="other-ns-pid"),
         pytest.param(_record(host="login2"), False, id="other-host"),
         pytest.param(_record(machine_id="0" * 32), False, id="other-machine-same-name"),
-        pytest.param(_record(boot_id="x", pid_namespace="pid:[1]"), True, id="host-rebooted"),
-        pytest.param(_record(boot_id=None), False, id="field-unknown"),
+        pytest.param(_record(boot_time=1, pid_namespace="pid:[1]"), True, id="host-rebooted"),
+        pytest.param(_record(boot_time=None), False, id="field-unknown"),
         pytest.param({"pid": 12345}, False, id="older-record"),
     ],
 )

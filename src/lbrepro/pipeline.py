@@ -8,6 +8,9 @@ figures + claim checks → report.
 from __future__ import annotations
 
 import contextlib
+import functools
+import hashlib
+import importlib.util
 import logging
 import math
 import os
@@ -23,7 +26,7 @@ from lbrepro.core.claims import write_checks
 from lbrepro.core.errors import ConfigError
 from lbrepro.core.ids import check_point_ids
 from lbrepro.core.io import read_table, write_table
-from lbrepro.core.manifest import verify, write_digest
+from lbrepro.core.manifest import params_digest, verify, write_digest
 from lbrepro.core.packing import pack_points
 from lbrepro.core.rng import stream
 from lbrepro.core.rows import SIMULATED, check_table
@@ -88,6 +91,7 @@ class Plan:
     def __init__(self, config: Mapping[str, Any]) -> None:
         self.config = config
         self._packed: dict[str, tuple[dict[str, dict[str, Any]], dict[str, list[str]]]] = {}
+        self._made_by: dict[str, dict[str, Any]] = {}
 
     def packed(self, artifact_id: str) -> tuple[dict[str, dict[str, Any]], dict[str, list[str]]]:
         """The artifact's points and jobs (cached)."""
@@ -128,6 +132,76 @@ class Plan:
             "points": self.packed(artifact_id)[0],
             "config": artifact_params(self.config, artifact_id),
         }
+
+    def made_by(self, artifact_id: str) -> dict[str, Any]:
+        """What makes the artifact's extension, table, claim checks and figure: the seed, the
+        artifact's code version and the digest of both with every parameter they depend on
+        (:meth:`extension_params`: the simulation keys, every point, the artifact's section).
+        Recorded in each of those files' digest record and verified by every consumer."""
+        if artifact_id not in self._made_by:
+            self._made_by[artifact_id] = _made_by(
+                self.config, artifact_id, self.extension_params(artifact_id)
+            )
+        return self._made_by[artifact_id]
+
+    def job_made_by(self, artifact_id: str, point_ids: Sequence[str]) -> dict[str, Any]:
+        """What makes the job table of ``point_ids``: the seed, the artifact's code version
+        and the digest of both with the job's params (:meth:`compute_params`)."""
+        table = self.packed(artifact_id)[0]
+        params = {
+            "seed": self.config["seed"],
+            "simulation": compute_simulation(self.config),
+            "points": {p: table[p] for p in point_ids},
+        }
+        return _made_by(self.config, artifact_id, params)
+
+
+def code_version(artifact_id: str) -> str:
+    """The code that computes, checks and draws an artifact: lbrepro's version and the SHA-256
+    (12 hex digits) of its paper package's files (lbrepro.artifacts.<paper>). An edit of that
+    package makes the artifact's results stale; shared layers (models, sim) are named by the
+    version only — a cheap, honest bound of what a file's record can prove."""
+    import lbrepro
+
+    module = registry.get(artifact_id).compute.__module__
+    return f"{lbrepro.__version__}+{_package_hash('.'.join(module.split('.')[:3]))}"
+
+
+@functools.cache
+def _package_hash(package: str) -> str:
+    """SHA-256 (12 hex digits) of a package's source and data files, names included."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or spec.origin is None:
+        return "unknown"
+    root = Path(spec.origin).parent
+    h = hashlib.sha256()
+    files = root.rglob("*") if spec.submodule_search_locations else [Path(spec.origin)]
+    for path in sorted(f for f in files if f.suffix in (".py", ".yaml", ".json") and f.is_file()):
+        h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:12]
+
+
+def _made_by(config: Mapping[str, Any], artifact_id: str, params: Any) -> dict[str, Any]:
+    """A ``made_by`` record (lbrepro.core.manifest): seed, code version, digest of all."""
+    code = code_version(artifact_id)
+    return {
+        "seed": config["seed"],
+        "code": code,
+        "digest": params_digest({"artifact": artifact_id, "code": code, "params": params}),
+    }
+
+
+def report_made_by(config: Mapping[str, Any]) -> dict[str, Any]:
+    """What makes the report and report/config.yaml: the whole config and lbrepro's version
+    (the tables, checks and figures it shows carry their own records, verified at render)."""
+    import lbrepro
+
+    code = str(lbrepro.__version__)
+    return {
+        "seed": config.get("seed"),
+        "code": code,
+        "digest": params_digest({"report": dict(config), "code": code}),
+    }
 
 
 def plan(config: Mapping[str, Any]) -> Plan:
@@ -303,7 +377,8 @@ def compute_points(
     A point's stream depends only on (seed, artifact id, point id), so it gives the same
     numbers whichever machine, order, job or cluster node computes it.
     """
-    table = points(config, artifact_id)
+    the_plan = plan(config)
+    table = the_plan.packed(artifact_id)[0]
     rows: list[dict[str, Any]] = []
     for point_id in point_ids:
         if point_id not in table:
@@ -313,7 +388,12 @@ def compute_points(
     # The row vocabulary (core.rows), on the table as written: what collect_table will read
     # (NumPy scalars made plain, infinities as the text "inf"). A failed job's table is removed.
     check_table(read_table(out), artifact_id, f"{artifact_id}.compute")
-    write_digest(out, rows=len(rows), points=list(point_ids))
+    write_digest(
+        out,
+        rows=len(rows),
+        points=list(point_ids),
+        made_by=the_plan.job_made_by(artifact_id, point_ids),
+    )
     log.info("%s: %d points, %d rows written to %s", artifact_id, len(point_ids), len(rows), out)
 
 
@@ -393,7 +473,7 @@ def extend_points(
     rows = [r for p in sorted(longer) for r in longer[p]]
     write_table(rows, out)
     check_table(read_table(out), artifact_id, f"{artifact_id}.extend")
-    write_digest(out, rows=len(rows), points=sorted(longer))
+    write_digest(out, rows=len(rows), points=sorted(longer), made_by=the_plan.made_by(artifact_id))
     log.info(
         "%s: %d points run longer in %d rounds, %d rows written to %s",
         artifact_id,
@@ -411,22 +491,132 @@ def job_table_problem(plan: Plan, artifact_id: str, path: str | Path) -> str | N
     planned = plan.jobs(artifact_id).get(job)
     if planned is None:
         return f"no job {job!r} in the plan"
-    return verify(path, points=planned)
+    return verify(path, points=planned, made_by=plan.job_made_by(artifact_id, planned))
 
 
 def damaged_job_tables(the_plan: Plan) -> Iterator[tuple[str, str]]:
-    """Existing job tables of the plan that do not match their record's size, or have none:
-    (path, why). A stat per table (planning stays fast); collection checks the digests and
-    recomputes them."""
-    from lbrepro.artifacts.registry import JOB
+    """Existing job tables of the plan that are not what their job would write now: (path,
+    why) — see :func:`stale_outputs`, which covers every output."""
+    for path, why, _ in stale_outputs(the_plan, report=False):
+        if "/jobs/" in path:
+            yield path, why
 
+
+def expected_outputs(
+    the_plan: Plan, report: bool = True
+) -> Iterator[tuple[str, dict[str, Any], list[str] | None, tuple[str, ...]]]:
+    """Every output of the plan's enabled artifacts: (path, the ``made_by`` that must have
+    made it, the points it must hold (job tables), the outputs made from it). Job tables,
+    extensions, tables, claim checks, figures; with ``report``, the report and its config."""
+    shown = (registry.REPORT,) if report else ()
     for artifact in registry.enabled(the_plan.config):
+        fmt = {"slug": artifact.slug, "artifact": artifact.id}
+        finals = tuple(artifact.paths().values())
         for job, planned in the_plan.jobs(artifact.id).items():
-            path = JOB.format(slug=artifact.slug, artifact=artifact.id, job=job)
-            if os.path.exists(path):
-                problem = verify(path, points=planned, full=False)
-                if problem is not None:
-                    yield path, problem
+            made_by = the_plan.job_made_by(artifact.id, planned)
+            yield registry.JOB.format(job=job, **fmt), made_by, planned, finals + shown
+        made_by = the_plan.made_by(artifact.id)
+        if the_plan.extendable(artifact.id):
+            yield registry.EXTENSION.format(**fmt), made_by, None, finals + shown
+        for kind, path in artifact.paths().items():
+            yield path, made_by, None, (finals if kind == "table" else ()) + shown
+    if report:
+        made_by = report_made_by(the_plan.config)
+        yield registry.REPORT, made_by, None, (registry.REPORT_CONFIG,)
+        yield registry.REPORT_CONFIG, made_by, None, (registry.REPORT,)
+
+
+def stale_outputs(
+    the_plan: Plan, report: bool = True
+) -> Iterator[tuple[str, str, tuple[str, ...]]]:
+    """Existing outputs that are not what the current config would make: (path, why, the
+    outputs made from it).
+
+    Each is verified against its digest record (lbrepro.core.manifest): damaged (truncated,
+    emptied, edited — its bytes are hashed, so an edit that keeps the size and the mtime is
+    found), without a record, of other points than the plan, or made by another seed,
+    other parameters or other code."""
+    for path, made_by, points, made_from_it in expected_outputs(the_plan, report):
+        if not os.path.lexists(path):
+            continue
+        problem = verify(path, points=points, made_by=made_by)
+        if problem is not None:
+            yield path, problem, made_from_it
+
+
+def remove_stale_outputs(the_plan: Plan, *, dry_run: bool = False) -> list[str]:
+    """Remove the outputs :func:`stale_outputs` finds, and every output made from them, with
+    one line on stderr for each stale one; return the paths removed (``dry_run``: only name
+    them, remove nothing).
+
+    Snakemake then makes them again whatever its rerun triggers: it reruns a job whose output
+    is missing, but not one whose input is missing while its own output is there — hence the
+    outputs made from a stale one go too (a job table's: its artifact's table, checks, figure
+    and the report). Digest records go with their files."""
+    from lbrepro.core.manifest import digest_path
+
+    removed: list[str] = []
+    for path, why, made_from_it in stale_outputs(the_plan):
+        if dry_run:
+            print(f"lbrepro: {path}: {why}; a run makes it again", file=sys.stderr)
+            continue
+        print(f"lbrepro: {path}: {why}; removed, this run makes it again", file=sys.stderr)
+        for victim in (path, *made_from_it):
+            if victim in removed or not os.path.lexists(victim):
+                continue
+            os.unlink(victim)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(digest_path(victim))
+            removed.append(victim)
+    return removed
+
+
+def target_problem(config: Mapping[str, Any], slug: str, artifact_id: str) -> str | None:
+    """Why a target naming paper ``slug`` and artifact ``artifact_id`` cannot be made with
+    ``config`` (None: it can): an unknown artifact, one of another paper, or one the config
+    leaves out."""
+    known = {a.id: a for a in registry.all_artifacts()}
+    if artifact_id not in known:
+        return f"unknown artifact {artifact_id!r} (`lbrepro list` names them)"
+    if known[artifact_id].slug != slug:
+        return f"artifact {artifact_id!r} is under {known[artifact_id].slug}/, not {slug}/"
+    if artifact_id not in config:
+        return (
+            f"artifact {artifact_id!r} is not in the config (its section is left out; add "
+            "it, e.g. from config/config.yaml, to make it)"
+        )
+    return None
+
+
+#: Snakemake's options that make it plan without running a job (look, list, report, unlock,
+#: lint, touch, draw the graph...): with one of them the workflow must change no file.
+_NOT_RUNNING = frozenset(
+    """-n --dry-run --dryrun --report --unlock --lint --list-rules --list --list-target-rules
+    --lt --summary --detailed-summary --dag --d3dag --rulegraph --filegraph --touch
+    --list-changes --lc --list-input-changes --li --list-params-changes --lp
+    --list-code-changes --lu --list-untracked --cleanup-metadata --cm --print-compilation
+    --containerize --archive --delete-all-output --delete-temp-output --cleanup-shadow
+    --conda-create-envs-only --conda-cleanup-envs --list-conda-envs --generate-unit-tests
+    --export-cwl --list-resources --version -v --help -h -S -D -l -t""".split()  # noqa: SIM905
+)
+
+
+def runs_jobs(argv: Sequence[str]) -> bool:
+    """Whether the Snakemake command line ``argv`` runs jobs (not a dry run, a report, a
+    listing...). Snakemake reads the workflow before it knows (``workflow.dryrun`` is False
+    while the Snakefile is read), so the workflow asks its command line; short options may be
+    bundled (``-np``). Targets after ``--`` are not options."""
+    args = list(argv[1:])
+    if "--" in args:
+        args = args[: args.index("--")]
+    for arg in args:
+        name = arg.split("=", 1)[0]
+        if name in _NOT_RUNNING:
+            return False
+        bundled = arg.startswith("-") and not arg.startswith("--") and arg[1:].isalpha()
+        if bundled and any(f"-{c}" in _NOT_RUNNING for c in arg[1:]):
+            return False
+    return True
 
 
 def collect_table(
@@ -440,14 +630,17 @@ def collect_table(
 
     With ``config`` and ``artifact_id``, every job table is first verified against the record
     its job wrote (lbrepro.core.manifest): a table that is not complete — a point missing,
-    truncated at or inside a row, empty, edited, or from a job that wrote no record — is
-    recomputed here, from its planned points, rather than collected as it is. ``extension``:
-    the rows of the points run longer (:func:`extend_points`), verified the same way, which
-    replace those points' rows.
+    truncated at or inside a row, empty, edited, from a job that wrote no record, or made with
+    another seed, other parameters or other code — is recomputed here, from its planned points,
+    rather than collected as it is. ``extension``: the rows of the points run longer
+    (:func:`extend_points`), verified the same way, which replace those points' rows. The
+    table's record says what made it (:meth:`Plan.made_by`).
     """
-    rows = _verified_rows(config, artifact_id, inputs)
+    the_plan = plan(config) if config is not None and artifact_id is not None else None
+    rows = _verified_rows(config, artifact_id, inputs, the_plan)
+    made_by = the_plan.made_by(artifact_id) if the_plan is not None and artifact_id else None
     if extension is not None:
-        problem = verify(extension)
+        problem = verify(extension, made_by=made_by)
         if problem is not None:
             if config is None or artifact_id is None:
                 raise ValueError(f"{extension}: {problem}")
@@ -458,7 +651,7 @@ def collect_table(
     # `converged` fails here, naming the artifact, the row and the column.
     check_table(rows, artifact_id, str(out))
     write_table(rows, out)
-    write_digest(out, rows=len(rows))
+    write_digest(out, rows=len(rows), made_by=made_by)
 
 
 def _verified_rows(
@@ -484,6 +677,40 @@ def _verified_rows(
     return rows
 
 
+def current_table(
+    config: Mapping[str, Any], artifact_id: str, table: str | Path
+) -> list[dict[str, Any]]:
+    """The rows of the artifact's collected table, verified against its record first: a table
+    that is damaged, unrecorded or made by another config is collected again (its job tables
+    and extension verified in turn) before it is read — the figure and the check never read a
+    number the current config did not make."""
+    the_plan = plan(config)
+    problem = verify(table, made_by=the_plan.made_by(artifact_id))
+    if problem is not None:
+        log.warning("%s: %s; collecting it again", table, problem)
+        artifact = registry.get(artifact_id)
+        fmt = {"slug": artifact.slug, "artifact": artifact.id}
+        jobs = [registry.JOB.format(job=j, **fmt) for j in the_plan.jobs(artifact_id)]
+        extension = registry.EXTENSION.format(**fmt) if the_plan.extendable(artifact_id) else None
+        collect_table(jobs, table, config, artifact_id, extension)
+    return read_table(table)
+
+
+def verify_results(config: Mapping[str, Any], root: str | Path = ".") -> list[str]:
+    """What the report must not show as this config's results: every enabled artifact's table,
+    checks and figure that is missing, damaged, or made by another config (one line each;
+    empty: all are this config's)."""
+    the_plan = plan(config)
+    problems = []
+    for artifact in registry.enabled(config):
+        made_by = the_plan.made_by(artifact.id)
+        for rel in artifact.paths().values():
+            problem = verify(Path(root) / rel, made_by=made_by)
+            if problem is not None:
+                problems.append(f"{rel}: {problem}")
+    return problems
+
+
 def plot_artifact(
     config: Mapping[str, Any],
     artifact_id: str,
@@ -496,10 +723,13 @@ def plot_artifact(
     from lbrepro.plotting.style import save_figure
 
     artifact = registry.get(artifact_id)
-    fig = artifact.plot(read_table(table), artifact_config(config, artifact_id))
+    fig = artifact.plot(
+        current_table(config, artifact_id, table), artifact_config(config, artifact_id)
+    )
     save_figure(fig, png, svg, pdf)
+    made_by = plan(config).made_by(artifact_id)
     for path in (png, svg, pdf):
-        write_digest(path)
+        write_digest(path, made_by=made_by)
 
 
 def check_artifact(
@@ -507,11 +737,12 @@ def check_artifact(
 ) -> None:
     """Check the artifact's claims against its table and write checks.json."""
     artifact = registry.get(artifact_id)
-    claims = artifact.check(read_table(table), artifact_config(config, artifact_id))
+    rows = current_table(config, artifact_id, table)
+    claims = artifact.check(rows, artifact_config(config, artifact_id))
     for c in claims:
         log.info("%s: %s — %s", c.status, c.claim, c.measured)
     write_checks(claims, out)
-    write_digest(out)
+    write_digest(out, made_by=plan(config).made_by(artifact_id))
 
 
 @contextlib.contextmanager

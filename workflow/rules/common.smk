@@ -3,6 +3,7 @@
 # same list the CLI and the report enumerate.
 import os
 import sys
+from pathlib import Path
 
 from lbrepro.artifacts.registry import (
     CHECKS,
@@ -30,8 +31,10 @@ from lbrepro.core.errors import ConfigError
 from lbrepro.pipeline import (
     DEFAULT_MEM_MB,
     artifact_params,
-    damaged_job_tables,
     plan,
+    remove_stale_outputs,
+    runs_jobs,
+    target_problem,
     validate_config,
 )
 
@@ -55,18 +58,23 @@ PLAN = plan(config)
 
 # Resume after any interruption: locks left by a killed run (SIGKILL) are removed when the
 # process that held them is gone; incomplete outputs rerun (profiles/default).
-if workflow.exec_mode == ExecMode.DEFAULT and not workflow.dryrun:
+# (Snakemake reads this file before it knows whether it will run jobs: workflow.dryrun is
+# still False here, so the command line says; lbrepro.pipeline.runs_jobs.)
+RUNS_JOBS = workflow.exec_mode == ExecMode.DEFAULT and runs_jobs(sys.argv)
+if RUNS_JOBS:
     _stale = clear_stale_locks()
     if _stale is not None:
         print(f"lbrepro: removed the locks of an interrupted run (pid {_stale})", file=sys.stderr)
 
 
-# A job table that is not what its job wrote (truncated, empty, edited, no digest record) is
-# never collected: collect_table verifies every job table and recomputes such a job (a table
-# changed by hand is newer than the collected table, so collect_table reruns). Said here too.
+# Every existing output is verified against its digest record before Snakemake plans: one
+# that is damaged (truncated, emptied, edited with its mtime kept), unrecorded, or made by
+# another seed, other parameters or other code is removed, with one line on stderr, so this
+# run makes it again whatever the rerun triggers (lbrepro.pipeline.stale_outputs). A dry run
+# only names them; nothing is removed while another live run holds the locks.
 if workflow.exec_mode == ExecMode.DEFAULT:
-    for _path, _why in damaged_job_tables(PLAN):
-        print(f"lbrepro: {_path}: {_why}; collect_table recomputes it", file=sys.stderr)
+    _live = any(Path(".snakemake", "locks").glob("*.lock"))
+    remove_stale_outputs(PLAN, dry_run=not RUNS_JOBS or _live)
 
 
 onstart:
@@ -97,8 +105,25 @@ wildcard_constraints:
     job="[A-Za-z0-9.=_-]+",
 
 
+def known(wildcards):
+    """The target's artifact id, if the config can make it; else one line naming the target
+    and why (an unknown artifact, or one the config leaves out) and exit code 2, as a bad
+    config. Every input and params function asks first, while the DAG is built (before any
+    lock is taken); os._exit because Snakemake turns any exception of an input function,
+    SystemExit included, into a traceback."""
+    problem = target_problem(config, wildcards.slug, wildcards.artifact)
+    if problem is None and "job" in wildcards.keys():
+        if wildcards.job not in PLAN.jobs(wildcards.artifact):
+            problem = f"{wildcards.artifact} plans no job {wildcards.job!r}"
+    if problem is not None:
+        print(f"lbrepro: no such target: {problem}", file=sys.stderr, flush=True)
+        os._exit(2)
+    return wildcards.artifact
+
+
 def job_files(wildcards):
     """The job tables an artifact's table is collected from."""
+    known(wildcards)
     return [
         JOB.format(slug=wildcards.slug, artifact=wildcards.artifact, job=j)
         for j in PLAN.jobs(wildcards.artifact)
@@ -107,7 +132,7 @@ def job_files(wildcards):
 
 def extension_files(wildcards):
     """The extension of an artifact whose points can run longer (none for the others)."""
-    if not PLAN.extendable(wildcards.artifact):
+    if not PLAN.extendable(known(wildcards)):
         return []
     return [EXTENSION.format(slug=wildcards.slug, artifact=wildcards.artifact)]
 
@@ -115,18 +140,18 @@ def extension_files(wildcards):
 def params_of_extension(wildcards):
     """What the extension's numbers depend on: the seed, simulation keys, every point and the
     artifact's section its check reads (lbrepro.pipeline.Plan.extension_params)."""
-    return PLAN.extension_params(wildcards.artifact)
+    return PLAN.extension_params(known(wildcards))
 
 
 def params_of_job(wildcards):
     """What a job's numbers depend on (seed, simulation keys, its points): a change reruns
     exactly that job (lbrepro.pipeline.compute_params)."""
-    return PLAN.compute_params(wildcards.artifact, wildcards.job)
+    return PLAN.compute_params(known(wildcards), wildcards.job)
 
 
 def params_of_artifact(wildcards):
     """The artifact's merged config section: a change reruns its figure and claim checks."""
-    return artifact_params(config, wildcards.artifact)
+    return artifact_params(config, known(wildcards))
 
 
 def params_of_report(wildcards):
@@ -136,6 +161,7 @@ def params_of_report(wildcards):
 
 def paper_title(wildcards):
     """The report category of an artifact's outputs: its paper's title."""
+    known(wildcards)
     return papers()[wildcards.slug].title
 
 
@@ -144,7 +170,7 @@ def report_labels(what):
 
     def labels(wildcards):
         """The artifact's id and title, and which of its files this is."""
-        artifact = get_artifact(wildcards.artifact)
+        artifact = get_artifact(known(wildcards))
         return {"artifact": artifact.id, "title": artifact.title, "file": what}
 
     return labels

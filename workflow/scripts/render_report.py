@@ -2,10 +2,19 @@
 
 from pathlib import Path
 
-from lbrepro.pipeline import logging_to
+from lbrepro.core.manifest import write_digest
+from lbrepro.pipeline import logging_to, report_made_by, verify_results
 from lbrepro.report.render import render_report
 
 with logging_to(snakemake.log[0]):
+    # Every table, checks file and figure must be what this config made (its digest record's
+    # made_by): a report naming one config over results of another is refused, not written.
+    problems = verify_results(snakemake.config)
+    if problems:
+        raise ValueError(
+            "not this config's results (rerun the workflow to make them again): "
+            + "; ".join(problems)
+        )
     render_report(
         snakemake.config,
         root=Path("."),
@@ -15,3 +24,8 @@ with logging_to(snakemake.log[0]):
         # the checkout the workflow runs from (report/templates/ lies in it)
         source=Path(snakemake.input.templates[0]).resolve().parents[2],
     )
+    # The report and its config.yaml are the config's too: an edit of either (or a report
+    # of another config) is found when the workflow starts, and they are rendered again.
+    made_by = report_made_by(snakemake.config)
+    write_digest(snakemake.output.config, made_by=made_by)
+    write_digest(snakemake.output[0], made_by=made_by)

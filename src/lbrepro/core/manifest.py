@@ -1,13 +1,20 @@
 """Digests of what a run wrote: every job table, table, checks file and figure.
 
 The rule that makes a file records, beside it, what it wrote — ``<file>.digest.json``: the
-file's SHA-256 and size, and for a table its number of data rows and the points it holds. The
-records serve twice:
+file's SHA-256 and size, for a table its number of data rows and the points it holds, and
+``made_by``: the seed and a digest of everything else that determines the file (the parameters
+its rule was given and the artifact's code version, :func:`params_digest`). A file whose
+``made_by`` is not what the current config would make — copied in from a run with another seed,
+left by a run with other parameters or older code — is stale, whatever its modification time.
+The records serve three times:
 
 * **collection** (:func:`lbrepro.pipeline.collect_table`) verifies every job table against its
   record — every planned point present, every byte as written — and recomputes a job whose
   table is truncated, empty, edited or has no record, instead of collecting it silently or
   failing with a traceback on every rerun;
+* **the workflow, when it starts** (:func:`lbrepro.pipeline.stale_outputs`), verifies every
+  existing output and removes the damaged and the stale ones, so Snakemake makes them again
+  whatever its rerun triggers (``--rerun-triggers mtime`` included);
 * **the report** (:mod:`lbrepro.report.manifest`) verifies every table, checks file and figure
   it shows and says, in its provenance section, which were changed after the run that made
   them (a hand-edited checks.json is shown as such, not as a result).
@@ -23,7 +30,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +40,9 @@ __all__ = [
     "DIGEST_SUFFIX",
     "digest_path",
     "file_sha256",
+    "params_digest",
     "read_digest",
+    "stale_reason",
     "verify",
     "write_digest",
 ]
@@ -58,10 +67,22 @@ def file_sha256(path: str | Path) -> str:
     return h.hexdigest()
 
 
+def params_digest(value: Any) -> str:
+    """The SHA-256 (hex) of ``value`` as canonical JSON: equal for equal parameters, whatever
+    the order of a mapping's keys (a tuple counts as the list it is written as)."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=repr)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 def write_digest(
-    path: str | Path, *, rows: int | None = None, points: Sequence[str] | None = None
+    path: str | Path,
+    *,
+    rows: int | None = None,
+    points: Sequence[str] | None = None,
+    made_by: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Record the digest of the file just written at ``path`` (and its rows, its points)."""
+    """Record the digest of the file just written at ``path`` (and its rows, its points, and
+    ``made_by``: what made it — its seed, code version and parameters' digest)."""
     path = Path(path)
     record: dict[str, Any] = {
         "file": path.name,
@@ -72,6 +93,8 @@ def write_digest(
         record["rows"] = int(rows)
     if points is not None:
         record["points"] = list(points)
+    if made_by is not None:
+        record["made_by"] = dict(made_by)
     atomic_write_text(digest_path(path), json.dumps(record, indent=1) + "\n")
     return record
 
@@ -91,12 +114,18 @@ def read_digest(path: str | Path) -> dict[str, Any] | None:
 
 
 def verify(
-    path: str | Path, *, points: Sequence[str] | None = None, full: bool = True
+    path: str | Path,
+    *,
+    points: Sequence[str] | None = None,
+    full: bool = True,
+    made_by: Mapping[str, Any] | None = None,
 ) -> str | None:
     """Why the file at ``path`` is not what its rule wrote — None if it is.
 
     ``points``: the point ids the file must hold (a job table: exactly its planned points, in
-    order). ``full`` False compares only the size (a stat, for a quick look at many files).
+    order). ``made_by``: what must have made it (its ``digest`` is compared; the seeds are
+    named in the answer). ``full`` False compares only the size (a stat, for a quick look at
+    many files).
     """
     path = Path(path)
     if not path.is_file():
@@ -106,6 +135,11 @@ def verify(
         return f"no digest record ({digest_path(path).name})"
     if points is not None and record.get("points") != list(points):
         return "holds other points than the plan"
+    if made_by is not None:
+        made = record.get("made_by")
+        made = made if isinstance(made, dict) else {}
+        if made.get("digest") != made_by.get("digest"):
+            return stale_reason(made, made_by)
     try:
         size = os.stat(path).st_size
     except OSError as err:
@@ -115,3 +149,14 @@ def verify(
     if full and file_sha256(path) != record["sha256"]:
         return "changed after it was written (digest differs)"
     return None
+
+
+def stale_reason(made: Mapping[str, Any], expected: Mapping[str, Any]) -> str:
+    """Why a file made by ``made`` is not what ``expected`` would make, in one phrase."""
+    if not made:
+        return "its record does not say what made it"
+    if made.get("seed") != expected.get("seed"):
+        return f"made with seed {made.get('seed')}, not {expected.get('seed')}"
+    if made.get("code") != expected.get("code"):
+        return f"made by other code ({made.get('code')}, not {expected.get('code')})"
+    return "made with other parameters than the config gives"

@@ -9,13 +9,17 @@ when it starts again, removes them only if that run is *proven* gone (:func:`cle
 A pid alone proves nothing: the working directory may be shared by runs in other containers or
 on other login nodes of a cluster (another PID namespace, another kernel), where the same pid
 is another process or none. So the record names the holder completely — host name and machine
-id, the kernel's boot id, the PID namespace, the pid and the process's start time — and the
+id, the host's boot time, the PID namespace, the pid and the process's start time — and the
 locks are removed only when
 
 * the holder ran on this host, in this boot and in this PID namespace, and no process with
   its pid and start time exists any more (a pid reused by another process counts as gone), or
 * the holder ran on this host (same host name and machine id) in an earlier boot: the host
   rebooted, every process of that boot is gone.
+
+Process facts (existence, start time, boot time) come from psutil, which reads them portably;
+the machine id and the PID namespace are Linux's (elsewhere: no namespaces, see
+:func:`_pid_namespace`).
 
 Anything else — another host, another PID namespace, a record without these fields (an older
 lbrepro), a field that cannot be read — keeps the locks: two runs never write the same files,
@@ -27,8 +31,11 @@ from __future__ import annotations
 import json
 import os
 import socket
+import sys
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 __all__ = ["clear_stale_locks", "forget_run", "holder_is_gone", "identity", "record_run"]
 
@@ -43,21 +50,35 @@ def _read(path: str) -> str | None:
         return None
 
 
-def _pid_namespace(pid: int | str = "self") -> str | None:
+def _pid_namespace() -> str | None:
+    """This process's PID namespace: Linux's namespace link; "none" on a system without PID
+    namespaces (every process of the host shares one pid space); None if Linux does not tell."""
+    if not sys.platform.startswith("linux"):
+        return "none"
     try:
-        return os.readlink(f"/proc/{pid}/ns/pid")
+        return os.readlink("/proc/self/ns/pid")
     except OSError:
         return None
 
 
-def start_time(pid: int) -> int | None:
-    """The process's start time (clock ticks after boot, /proc/PID/stat field 22), or None."""
-    stat = _read(f"/proc/{pid}/stat")
-    if stat is None:
-        return None
+def _machine_id() -> str | None:
+    """The host's machine id (systemd's /etc/machine-id; None where there is none)."""
+    return _read("/etc/machine-id") or _read("/var/lib/dbus/machine-id")
+
+
+def boot_time() -> int | None:
+    """When the host booted (whole seconds since the epoch), or None."""
     try:
-        return int(stat.rpartition(")")[2].split()[19])
-    except (IndexError, ValueError):
+        return int(psutil.boot_time())
+    except (OSError, psutil.Error):
+        return None
+
+
+def start_time(pid: int) -> float | None:
+    """When process ``pid`` started (seconds since the epoch), or None (no such process)."""
+    try:
+        return psutil.Process(pid).create_time()
+    except (psutil.Error, OSError, ValueError):
         return None
 
 
@@ -66,8 +87,8 @@ def identity(pid: int | None = None) -> dict[str, Any]:
     pid = os.getpid() if pid is None else int(pid)
     return {
         "host": socket.gethostname(),
-        "machine_id": _read("/etc/machine-id"),
-        "boot_id": _read("/proc/sys/kernel/random/boot_id"),
+        "machine_id": _machine_id(),
+        "boot_time": boot_time(),
         "pid_namespace": _pid_namespace(),
         "pid": pid,
         "start_time": start_time(pid),
@@ -75,25 +96,24 @@ def identity(pid: int | None = None) -> dict[str, Any]:
 
 
 def _alive(pid: int) -> bool:
-    """Whether a process with this pid exists in our namespace (signal 0 checks)."""
+    """Whether a process with this pid exists (a zombie counts as gone: it runs nothing)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
         return False
-    except PermissionError:
-        return True
-    return True
+    except (psutil.Error, OSError):
+        return True  # cannot tell: keep the locks
 
 
 def holder_is_gone(record: dict[str, Any], here: dict[str, Any] | None = None) -> bool:
     """Whether the run described by ``record`` is proven gone, seen from ``here``."""
     here = identity() if here is None else here
-    fields = ("host", "machine_id", "boot_id", "pid_namespace", "pid")
+    fields = ("host", "machine_id", "boot_time", "pid_namespace", "pid")
     if any(record.get(f) is None or here.get(f) is None for f in fields):
         return False  # an older record, or this system does not tell: cannot prove
     if record["host"] != here["host"] or record["machine_id"] != here["machine_id"]:
         return False  # another machine (or container) sharing the directory
-    if record["boot_id"] != here["boot_id"]:
+    if record["boot_time"] != here["boot_time"]:
         return True  # this host rebooted since: every process of that boot is gone
     if record["pid_namespace"] != here["pid_namespace"]:
         return False  # another PID namespace of this kernel: its pids mean nothing here
