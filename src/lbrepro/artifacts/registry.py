@@ -72,6 +72,12 @@ class Paper:
     #: Where a reader finds the paper: its DOI as https://doi.org/…, else its arXiv page (the
     #: report links the citation to it; tests/test_release.py keeps it in step with CITATION.cff).
     url: str = ""
+    #: How a reader names the paper: its authors and year, e.g. "Li & Lui (2010)" (the end of
+    #: a workflow run, lbrepro.run_summary). Empty: the title stands in.
+    name: str = ""
+    #: The results every paper is set against (the supermarket model), not a paper's claims of
+    #: its own: shown apart from the papers at the end of a run.
+    baseline: bool = False
 
 
 @dataclass(frozen=True)

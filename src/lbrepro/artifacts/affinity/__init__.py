@@ -55,6 +55,7 @@ PAPER = Paper(
         tunneling.ARTIFACT,
     ),
     order=50,
+    name="Cardinaels, Borst & van Leeuwaarden (2019)",
     findings={
         "affinity-type-one-remainder": (
             "At finite N some type-I jobs queue at servers without a type-II job: CM(3)'s "

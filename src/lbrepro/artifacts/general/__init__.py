@@ -93,5 +93,6 @@ PAPER = Paper(
         ),
     },
     order=40,
+    name="Li & Lui (2010)",
     url="https://arxiv.org/abs/1008.3788",
 )

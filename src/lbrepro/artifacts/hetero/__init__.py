@@ -61,5 +61,6 @@ PAPER = Paper(
         ),
     },
     order=20,
+    name="Mukhopadhyay, Karthik & Mazumdar (2016)",
     url="https://doi.org/10.1287/15-SSY179",
 )

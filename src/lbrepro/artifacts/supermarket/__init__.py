@@ -29,5 +29,7 @@ PAPER = Paper(
     ),
     artifacts=(tail.ARTIFACT, accuracy.ARTIFACT),
     order=10,
+    name="Mitzenmacher (2001); Vvedenskaya, Dobrushin & Karpelevich (1996)",
+    baseline=True,
     url="https://doi.org/10.1109/71.963420",
 )

@@ -26,5 +26,6 @@ PAPER = Paper(
     "d(N)/(√N log N) → ∞.",
     artifacts=(fluid.ARTIFACT, diffusion.ARTIFACT, overhead.ARTIFACT),
     order=60,
+    name="Mukherjee, Borst, van Leeuwaarden & Whiting (2016)",
     url="https://doi.org/10.1145/3003977.3003990",
 )

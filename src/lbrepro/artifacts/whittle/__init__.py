@@ -48,5 +48,6 @@ PAPER = Paper(
         gaps.ARTIFACT,
     ),
     order=30,
+    name="Ayesta, Gupta & Verloop (2018)",
     url="https://arxiv.org/abs/1810.07782",
 )
