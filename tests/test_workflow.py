@@ -228,7 +228,5 @@ def test_regenerate_command_reruns_just_that_artifact_with_the_runs_config(
     assert rules == {
         "compute_points",
         "extend_points",
-        "collect_table",
-        "plot_figure",
-        "check_claims",
+        "collect_plot_check",
     }, rules

@@ -206,11 +206,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-#: Slugs whose artifacts are the baseline every paper builds on (the supermarket model), not
-#: one paper's results.
-BASELINE = frozenset({"supermarket"})
-
-
 def _output_format(args: argparse.Namespace) -> str:
     """``table`` or ``json``: as asked, else a table on a terminal and JSON into a pipe or a
     file (scripts keep reading JSON)."""
@@ -229,7 +224,7 @@ def _paper_name(paper: Any) -> str:
     """The paper as a reader names it: authors and year (``Li & Lui (2010)``); the baseline
     says so."""
     name = getattr(paper, "name", "") or paper.slug
-    return f"baseline: {name}" if paper.slug in BASELINE else name
+    return f"baseline: {name}" if getattr(paper, "baseline", False) else name
 
 
 def _list(args: argparse.Namespace) -> None:

@@ -1,35 +1,38 @@
-# Per artifact: collect the point tables, plot the figure, check the claims. Tables, figures and
-# claim checks are marked for `snakemake --report report/snakemake.html` (Snakemake's own report,
-# one category per paper, beside ours in report/index.html); captions in workflow/report/.
+# Per artifact, one job: collect the point tables into its table, check the claims and, if it
+# has a figure, plot it (workflow/scripts/collect_check_plot.py). One job rather than three
+# because each step is about a second of work and a job's start (Python, the package) costs
+# more; each step keeps its own log file. Two rules, the artifacts with a figure and those
+# without, told apart by their ids. Tables, figures and claim checks are marked for
+# `snakemake --report report/snakemake.html` (Snakemake's own report, one category per paper,
+# beside ours in report/index.html); captions in workflow/report/.
+import re
+
+from lbrepro.artifacts.registry import all_artifacts
+
+# The two rules' artifact wildcards: the ids of the artifacts with a figure, and without.
+WITH_FIGURE = "|".join(re.escape(a.id) for a in all_artifacts() if a.has_figure)
+WITHOUT_FIGURE = "|".join(re.escape(a.id) for a in all_artifacts() if not a.has_figure)
 
 
-rule collect_table:
+rule collect_plot_check:
     input:
         jobs=job_files,
         extension=extension_files,
     output:
-        report(
+        table=report(
             TABLE,
             caption="../report/table.rst",
             category=paper_title,
             subcategory="{artifact}",
             labels=report_labels("table"),
         ),
-    log:
-        "logs/{slug}/{artifact}/collect_table.log",
-    benchmark:
-        "benchmarks/{slug}/{artifact}/collect_table.tsv"
-    localrule: True
-    conda:
-        "../../environment.yml"
-    script:
-        "../scripts/collect_table.py"
-
-
-rule plot_figure:
-    input:
-        table=rules.collect_table.output[0],
-    output:
+        checks=report(
+            CHECKS,
+            caption="../report/checks.rst",
+            category=paper_title,
+            subcategory="{artifact}",
+            labels=report_labels("claim checks"),
+        ),
         png=report(
             FIGURE_PNG,
             caption="../report/figure.rst",
@@ -40,23 +43,35 @@ rule plot_figure:
         svg=FIGURE_SVG,
         pdf=FIGURE_PDF,
     log:
-        "logs/{slug}/{artifact}/plot_figure.log",
+        table="logs/{slug}/{artifact}/collect_table.log",
+        checks="logs/{slug}/{artifact}/check_claims.log",
+        figure="logs/{slug}/{artifact}/plot_figure.log",
     benchmark:
-        "benchmarks/{slug}/{artifact}/plot_figure.tsv"
+        "benchmarks/{slug}/{artifact}/collect_plot_check.tsv"
+    wildcard_constraints:
+        artifact=WITH_FIGURE,
     localrule: True
     conda:
         "../../environment.yml"
     params:
         config=params_of_artifact,
     script:
-        "../scripts/plot_figure.py"
+        "../scripts/collect_check_plot.py"
 
 
-rule check_claims:
+rule collect_check:
     input:
-        table=rules.collect_table.output[0],
+        jobs=job_files,
+        extension=extension_files,
     output:
-        report(
+        table=report(
+            TABLE,
+            caption="../report/table.rst",
+            category=paper_title,
+            subcategory="{artifact}",
+            labels=report_labels("table"),
+        ),
+        checks=report(
             CHECKS,
             caption="../report/checks.rst",
             category=paper_title,
@@ -64,13 +79,16 @@ rule check_claims:
             labels=report_labels("claim checks"),
         ),
     log:
-        "logs/{slug}/{artifact}/check_claims.log",
+        table="logs/{slug}/{artifact}/collect_table.log",
+        checks="logs/{slug}/{artifact}/check_claims.log",
     benchmark:
-        "benchmarks/{slug}/{artifact}/check_claims.tsv"
+        "benchmarks/{slug}/{artifact}/collect_check.tsv"
+    wildcard_constraints:
+        artifact=WITHOUT_FIGURE,
     localrule: True
     conda:
         "../../environment.yml"
     params:
         config=params_of_artifact,
     script:
-        "../scripts/check_claims.py"
+        "../scripts/collect_check_plot.py"

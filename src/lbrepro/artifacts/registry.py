@@ -87,6 +87,9 @@ class Paper:
     #: How the report names the paper: its authors and year, e.g. "Li & Lui (2010)" (the
     #: slug if empty).
     name: str = ""
+    #: The results every paper is set against (the supermarket model), not a paper's claims of
+    #: its own: shown apart from the papers at the end of a run.
+    baseline: bool = False
 
 
 @dataclass(frozen=True)

@@ -13,10 +13,6 @@ from typing import Any
 from lbrepro.artifacts.registry import Paper
 from lbrepro.report.claim_views import conclusion, count_claims, findings
 
-#: Slugs whose results are the baseline (the model every paper builds on), not a paper's.
-BASELINE = frozenset({"supermarket"})
-
-
 def display_name(paper: Paper) -> str:
     """How the report names a paper: its authors and year, else its title, else its slug."""
     return paper.name or paper.title or paper.slug
@@ -51,7 +47,7 @@ def paper_sections(
                 "paper": paper,
                 "name": display_name(paper),
                 "anchor": f"paper-{slug}",
-                "baseline": slug in BASELINE,
+                "baseline": paper.baseline,
                 "artifacts": list(members),
                 "claims": claims,
                 "counts": counts,

@@ -29,6 +29,7 @@ PAPER = Paper(
     ),
     artifacts=(tail.ARTIFACT, accuracy.ARTIFACT),
     order=10,
+    baseline=True,
     url="https://doi.org/10.1109/71.963420",
     name="Mitzenmacher (2001)",
 )
