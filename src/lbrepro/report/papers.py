@@ -13,6 +13,7 @@ from typing import Any
 from lbrepro.artifacts.registry import Paper
 from lbrepro.report.claim_views import conclusion, count_claims, findings
 
+
 def display_name(paper: Paper) -> str:
     """How the report names a paper: its authors and year, else its title, else its slug."""
     return paper.name or paper.title or paper.slug
