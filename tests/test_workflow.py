@@ -157,6 +157,23 @@ def test_quick_profile_claims_follow_the_contract(quick_run):
                     assert control["outcome"] != "reproduced", (artifact.id, claim)
 
 
+def test_quick_run_ends_with_its_answer(quick_run):
+    """The run's last lines are its answer: papers by name with their statements, the
+    baseline apart, and the report's path; Snakemake's per-job lines stay in its log file."""
+    out = quick_run.result.stdout.rstrip().splitlines()
+    report = (quick_run.directory / "report" / "index.html").resolve()
+    assert out[-1] == f"Report: {report}"
+    tail = "\n".join(out[-25:])
+    assert "Paper statements: " in tail and "  baseline: Mitzenmacher (2001): " in tail
+    for paper in registry.papers().values():
+        if not paper.baseline:
+            assert f"  {paper.name}: " in tail, paper.name
+    terminal = quick_run.result.stdout + quick_run.result.stderr
+    assert "jobid:" not in terminal and "Select jobs to execute" not in terminal
+    logs = list((quick_run.directory / ".snakemake" / "log").glob("*.snakemake.log"))
+    assert logs and "jobid:" in logs[-1].read_text()
+
+
 def test_quick_profile_rerun_has_nothing_to_do(quick_run, run_snakemake):
     """Rerunning the quick profile unchanged has nothing to do."""
     again = run_snakemake("-n", "--cores", "1", "--directory", str(quick_run.directory), *QUICK)

@@ -513,7 +513,7 @@ MIN_EVENTS = 1
 
 
 def _check_measured(result: dict[str, Any], kwargs: dict[str, Any], load: str) -> None:
-    """Refuse a run too short to measure anything (issue 21): no event at all — the start
+    """Refuse a run too short to measure anything: no event at all — the start
     state reported as a measurement, with a zero-width interval — fewer events than batch
     means, or, for sojourn times, no job arriving."""
     events = result.get("events_total", result.get("events"))

@@ -20,6 +20,7 @@ from lbrepro.artifacts.registry import (
     get as get_artifact,
 )
 from lbrepro.core.runlock import clear_stale_locks, forget_run, record_run
+from lbrepro.report.run_summary import print_at_exit, quiet_job_lines, summary_lines
 from snakemake_interface_executor_plugins.settings import ExecMode
 from lbrepro.config import (
     deep_merge,
@@ -53,6 +54,8 @@ except ConfigError as err:
     # One clear line naming the key, before any job runs (no traceback); exit code 2.
     print(f"invalid configuration: {err}", file=sys.stderr)
     sys.exit(2)
+# Where this run's files are (--directory); Snakemake leaves it before the run's last words.
+WORKDIR = Path.cwd()
 # Every artifact's points and jobs, computed once (planning stays linear in the points).
 PLAN = plan(config)
 
@@ -61,6 +64,10 @@ PLAN = plan(config)
 # (Snakemake reads this file before it knows whether it will run jobs: workflow.dryrun is
 # still False here, so the command line says; lbrepro.pipeline.runs_jobs.)
 RUNS_JOBS = workflow.exec_mode == ExecMode.DEFAULT and runs_jobs(sys.argv)
+# The terminal shows progress, warnings, errors and, at the end, the run's answer; each job's
+# bookkeeping goes to the log file only (--verbose shows it again).
+if RUNS_JOBS and not workflow.output_settings.verbose:
+    quiet_job_lines()
 if RUNS_JOBS:
     _stale = clear_stale_locks()
     if _stale is not None:
@@ -83,6 +90,10 @@ onstart:
 
 onsuccess:
     forget_run()
+    # The run's answer, printed last (after Snakemake's own closing lines).
+    print_at_exit(
+        lambda: summary_lines(enabled(config), papers(), WORKDIR, WORKDIR / REPORT)
+    )
 
 
 onerror:

@@ -14,10 +14,12 @@ from typing import Any
 from lbrepro.artifacts.registry import Paper
 from lbrepro.core.claims import (
     CONSISTENCY,
+    DEPENDS,
     DIAGNOSTIC,
     NOT_REPRODUCED,
     REPRODUCED,
     UNDECIDED,
+    attribution_of,
 )
 from lbrepro.report.diff import VERDICT_STATUSES, is_null, status_of
 from lbrepro.report.formatting import (
@@ -36,6 +38,9 @@ DIAGNOSTIC_HELD = "diagnostic held"
 DIAGNOSTIC_FAILED = "diagnostic failed"
 #: Whose check a claim is when it is not the paper's.
 OURS = "lbrepro"
+#: A paper claim whose verdict rests on our reconstruction: the readings of what the text
+#: leaves open disagree (lbrepro.core.claims.attribute). Counted apart, never the paper's.
+RECONSTRUCTION = "reconstruction"
 #: Each decision's error probability: one-sided 2.5% per decision at family-wise 95%
 #: (lbrepro.core.verdicts), so at most ERROR_RATE × decided verdicts are expected wrong.
 ERROR_RATE = 0.025
@@ -115,6 +120,8 @@ def claim_view(entry: Mapping[str, Any]) -> dict[str, Any]:
     else:
         control = None
     verdict = status in VERDICT_STATUSES and kind not in (CONSISTENCY, DIAGNOSTIC)
+    attribution = attribution_of(dict(entry))
+    side = OURS if source == OURS else RECONSTRUCTION if attribution == DEPENDS else "paper"
     return {
         "claim": str(entry.get("claim", "")),
         **test_view(entry),
@@ -122,7 +129,11 @@ def claim_view(entry: Mapping[str, Any]) -> dict[str, Any]:
         "badge": badge_of(status, entry),
         "kind": kind,
         "source": source,
-        "side": OURS if source == OURS else "paper",
+        "side": side,
+        "attribution": attribution,
+        "statement": str(entry.get("statement") or ""),
+        # The entry as written: the statement tally (lbrepro.core.tally) reads the contract.
+        "entry": entry,
         "verdict": verdict,
         "control": control,
         "reason": str(entry.get("reason") or "") if status == UNDECIDED else "",
@@ -180,20 +191,24 @@ def count_claims(claims: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     verdicts = [c for c in claims if c["verdict"]]
     paper = tally([c for c in verdicts if c["side"] == "paper"])
     ours = tally([c for c in verdicts if c["side"] == OURS])
-    decided = paper["decided"] + ours["decided"]
+    reconstruction = tally([c for c in verdicts if c["side"] == RECONSTRUCTION])
+    every = (paper, ours, reconstruction)
+    decided = sum(t["decided"] for t in every)
+    looked = sum(t["looks"] for t in every)
     return {
         "paper": paper,
         "lbrepro": ours,
+        "reconstruction": reconstruction,
         "consistency": sum(c["status"] == CONSISTENCY for c in claims),
         "diagnostics": sum(c["status"] == DIAGNOSTIC for c in claims),
         "diagnostics_failed": sum(c["badge"] == DIAGNOSTIC_FAILED for c in claims),
         "without_control": sum(1 for c in verdicts if c["control"] is None),
-        "null": paper["null"] + ours["null"],
+        "null": sum(t["null"] for t in every),
         "decided": decided,
-        "looks": paper["looks"] + ours["looks"],
+        "looks": looked,
         # Each decision errs with probability at most ERROR_RATE per look, so at most this
         # many are expected (a decision with one look, most of them, counts once).
-        "expected_false": ERROR_RATE * (paper["looks"] + ours["looks"]),
+        "expected_false": ERROR_RATE * looked,
         "expected_false_paper": ERROR_RATE * paper["looks"],
     }
 

@@ -27,6 +27,7 @@ import yaml
 from lbrepro.artifacts import registry
 from lbrepro.artifacts.registry import Artifact, Paper
 from lbrepro.core.io import atomic_write_text
+from lbrepro.core.tally import tally as tally_statements
 from lbrepro.pipeline import artifact_config
 from lbrepro.report.artifact_parts import flatten, href, regenerate_command, summary_table
 from lbrepro.report.checks_file import read_checks
@@ -45,7 +46,7 @@ from lbrepro.report.claim_views import (
     count_claims,
 )
 from lbrepro.report.formatting import duration, fmt, readable
-from lbrepro.report.manifest import verify_views  # issue 21: digests verified at render
+from lbrepro.report.manifest import verify_views
 from lbrepro.report.mathml import math_markup
 from lbrepro.report.papers import display_name, paper_sections
 from lbrepro.report.provenance import provenance
@@ -163,10 +164,20 @@ def build_context(
     config_file = config_file if config_file is not None else root / registry.REPORT_CONFIG
     shown_config = _relative_to(config_file, root)
     views = [_artifact_view(a, config, root, out_dir, shown_config) for a in artifacts]
-    # issue 21: digests verified at render
+    # Every file verified against its digest now: a checks file changed since written is withheld.
     manifest = verify_views(views, artifacts, root, missing=MISSING, recount=count_claims)
 
     sections = paper_sections(views, papers)
+    # Statements, each one verdict over its parameter points (lbrepro.core.tally): the count
+    # the headline, each paper's row and the run's last lines (report.run_summary) give.
+    statements = tally_statements(
+        {s["paper"].slug: [(c["artifact"], c["entry"]) for c in s["claims"]] for s in sections},
+        {slug: dict(p.findings) for slug, p in papers.items()},
+        baseline=tuple(s["paper"].slug for s in sections if s["baseline"]),
+    )
+    for section in sections:
+        group = statements["baseline" if section["baseline"] else "papers"]
+        section["statements"] = group[section["paper"].slug]
     uncovered = [p for slug, p in papers.items() if not any(v["slug"] == slug for v in views)]
     all_claims = [claim for section in sections for claim in section["claims"]]
     # Stable sort: failures first, then invalid runs, undecided, reproduced, the rest.
@@ -211,6 +222,7 @@ def build_context(
     return {
         "title": "lbrepro — reproduction report",
         "counts": counts,
+        "statements": statements["total"],
         "claims": all_claims,
         "checks": checks,
         "filter_statuses": filter_statuses,
@@ -250,7 +262,7 @@ def environment(templates: Path) -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
-        finalize=finalize,  # issue 21: control and bidi characters printed visibly
+        finalize=finalize,  # control and bidi characters printed visibly, never acted on
     )
     env.filters["fmt"] = fmt
     env.filters["duration"] = duration
@@ -304,5 +316,5 @@ def render_report(
         config_file=config_file,
     )
     html = environment(templates).get_template(TEMPLATE).render(**context)
-    atomic_write_text(out, html)  # issue 21: a random O_EXCL temporary, never a planted one
+    atomic_write_text(out, html)  # a random O_EXCL temporary: a planted symlink is never followed
     return out
