@@ -64,6 +64,12 @@ def test_a_fence_ends_the_expected_output(tmp_path: Path) -> None:
     ) == (0, 1)
 
 
+def test_the_readme_links_the_page() -> None:
+    readme = (API_DOC.parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n## Python API\n", 1)[1].split("\n## ", 1)[0]
+    assert "(docs/api.md)" in section
+
+
 # ---------------------------------------------------------------------------- load_run
 def _verdict(outcome: str, measured: float = 1.0) -> Verdict:
     return Verdict(outcome, measured, "x < 2", "margin 0.1", interval=(0.5, 1.5), margin=0.1)
