@@ -32,7 +32,7 @@ fails under every reading, or depends on the reconstruction (:func:`attribute`).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -150,6 +150,26 @@ class Claim:
         data["status"] = claim_status(data)
         data["reason"] = undecided_reason(data)
         return data
+
+    @classmethod
+    def from_dict(cls, entry: Mapping[str, Any]) -> Claim:
+        """The claim a checks.json entry stands for: the inverse of :meth:`to_dict`.
+
+        ``passed``, ``status`` and ``reason`` are derived, so they are recomputed (the
+        properties), not read; a key that is no field of :class:`Claim` is ignored, and a field
+        the entry lacks keeps its default. ``length_needed`` is not written, so a claim read
+        back has 1. An entry without one of ``claim``, ``outcome``, ``expected``,
+        ``measured``, ``tolerance`` (an old-format entry, say) is refused with a ValueError.
+        """
+        required = ("claim", "outcome", "expected", "measured", "tolerance")
+        missing = [k for k in required if k not in entry]
+        if missing:
+            raise ValueError(f"not a claim entry: no {', '.join(map(repr, missing))}")
+        names = {f.name for f in fields(cls)} - {"length_needed"}
+        data = {k: v for k, v in entry.items() if k in names}
+        if "runs" in data:
+            data["runs"] = tuple(data["runs"])
+        return cls(**data)
 
 
 def claim_status(entry: dict[str, Any]) -> str:

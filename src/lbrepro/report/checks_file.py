@@ -6,6 +6,9 @@ read exhausts memory), JSON nested 200,000 deep (a RecursionError), or entries w
 the wrong type — the string ``"true"`` where a boolean belongs is truthy, and a nested list
 where a number belongs is printed as text. :func:`read_checks` refuses each with a
 :class:`ValueError` of one line saying what is wrong and where, so the reader can name the file.
+
+:func:`load_run` reads every checks file of a finished run that way and gives its claims as
+:class:`~lbrepro.core.claims.Claim` objects (docs/api.md, "Read a run's results").
 """
 
 from __future__ import annotations
@@ -17,11 +20,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from lbrepro.core.claims import CONSISTENCY, DIAGNOSTIC, VERDICT
+from lbrepro.core.claims import CONSISTENCY, DIAGNOSTIC, VERDICT, Claim
 from lbrepro.core.verdicts import NOT_REPRODUCED, REPRODUCED, UNDECIDED
 from lbrepro.report.sanitize import MAX_JSON_BYTES
 
-__all__ = ["CHECKS_DEPTH", "read_checks", "read_regular_bounded"]
+__all__ = ["CHECKS_DEPTH", "load_run", "read_checks", "read_regular_bounded"]
 
 #: Deepest nesting a checks file may have: list → entry → control / extra → a value's list.
 CHECKS_DEPTH = 8
@@ -156,3 +159,37 @@ def read_checks(path: str | Path) -> list[dict[str, Any]]:
                 raise ValueError(f"entry {i}: 'control' must be an object or null")
             _check_fields(control, f"entry {i}, control", control=True)
     return data
+
+
+def load_run(path: str | Path) -> dict[str, dict[str, list[Claim]]]:
+    """The claims of a finished run as objects: paper slug → artifact id → its claims.
+
+    ``path`` is the run's folder (the one holding ``results/``) or its ``results/`` folder;
+    every ``<slug>/<artifact>.checks.json`` in it is read bounded and typed
+    (:func:`read_checks`) and each entry becomes a :class:`~lbrepro.core.claims.Claim`
+    (:meth:`Claim.from_dict <lbrepro.core.claims.Claim.from_dict>`), in the file's order.
+    Papers and artifacts come sorted by name. A claim's ``status`` (what the report shows),
+    ``margin``, ``interval``, ``control`` and ``finding`` (the id of a root cause in the
+    paper's ``Paper.findings``) are there to read; the papers' findings themselves live in
+    the registry (:func:`lbrepro.artifacts.registry.papers`), and
+    :func:`lbrepro.core.tally.tally` counts a run by paper statement.
+
+    Raises FileNotFoundError when the folder has no checks file, and ValueError naming the
+    file when one cannot be read as claims.
+    """
+    root = Path(path)
+    folder = next(
+        (f for f in (root / "results", root) if f.is_dir() and any(f.glob("*/*.checks.json"))),
+        None,
+    )
+    if folder is None:
+        raise FileNotFoundError(f"{path}: no results/<slug>/<artifact>.checks.json in it")
+    run: dict[str, dict[str, list[Claim]]] = {}
+    for file in sorted(folder.glob("*/*.checks.json")):
+        artifact = file.name.removesuffix(".checks.json")
+        try:
+            claims = [Claim.from_dict(entry) for entry in read_checks(file)]
+        except ValueError as err:
+            raise ValueError(f"{file}: {err}") from None
+        run.setdefault(file.parent.name, {})[artifact] = claims
+    return run
