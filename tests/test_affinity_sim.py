@@ -76,8 +76,10 @@ def test_same_seed_same_numbers():
 def test_residence_times_hysteresis():
     t = np.arange(10.0)
     h = np.array([0.0, 0.05, 0.5, 0.9, 0.5, 0.95, 0.05, 0.5, 0.9, 0.9])
-    low, high, sw = residence_times(t, h, 0.1, 0.8)
+    low, high, sw, last = residence_times(t, h, 0.1, 0.8)
     assert sw == 3 and high == [3.0] and low == [2.0]
+    # The stay in the high state from t = 8 is cut off at t = 9: censored, not dropped.
+    assert last == ("high", 1.0)
 
 
 def test_stop_at_type2_fraction():

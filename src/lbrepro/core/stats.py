@@ -55,6 +55,7 @@ __all__ = [
     "choose_batching",
     "correlation_time",
     "fallback_batching",
+    "kaplan_meier_mean",
     "merge_batches",
     "mser5",
     "normal_quantile",
@@ -317,6 +318,40 @@ def _regroup(x: np.ndarray, groups: int) -> tuple[np.ndarray, np.ndarray]:
     edges = np.concatenate([[0], np.cumsum(sizes)])
     y = np.stack([x[a:b].mean(axis=0) for a, b in itertools.pairwise(edges)])
     return y, sizes.astype(float)
+
+
+def kaplan_meier_mean(durations: Any, observed: Any) -> tuple[float, float, bool]:
+    """The mean of right-censored durations: (mean, standard error, open above).
+
+    The area under the Kaplan–Meier survival curve up to the largest duration (the restricted
+    mean) with its Greenwood-type standard error, scaled by √(n/(n−1)) so that without
+    censoring it is the sample mean's s/√n (use it with Student's t on n − 1 degrees of
+    freedom, where n counts the complete durations: coverage measured in
+    tests/test_kaplan_meier.py). A censored duration counts for the time it
+    was seen, neither dropped nor taken as complete. When the largest duration is censored the curve
+    never reaches zero and the restricted mean is only a lower bound of the mean: ``open
+    above`` is then True. With no censoring it is the sample mean.
+    """
+    t = np.asarray(durations, dtype=float)
+    seen = np.asarray(observed, dtype=bool)
+    if t.shape != seen.shape or t.ndim != 1 or t.size == 0:
+        raise ValueError("kaplan_meier_mean: one observed flag per duration, at least one")
+    order = np.lexsort((~seen, t))  # at equal times the events before the censorings
+    t, seen = t[order], seen[order]
+    n = t.size
+    at_risk = n - np.arange(n)
+    # Survival just after each event time; censorings leave it unchanged.
+    factor = np.where(seen, 1.0 - 1.0 / at_risk, 1.0)
+    surv = np.cumprod(factor)
+    before = np.concatenate([[1.0], surv[:-1]])
+    starts = np.concatenate([[0.0], t[:-1]])
+    mean = float(np.sum(before * (t - starts)))
+    # Greenwood: Var = Σ over events of A_j² / (n_j (n_j − 1)), A_j the area beyond t_j.
+    area_after = mean - np.concatenate([[0.0], np.cumsum(before * (t - starts))])[1:]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(seen & (at_risk > 1), area_after**2 / (at_risk * (at_risk - 1.0)), 0.0)
+    se = float(math.sqrt(np.sum(terms) * n / (n - 1))) if n > 1 else math.nan
+    return mean, se, not bool(seen[-1])
 
 
 def t_quantile(p: float, dof: float) -> float:

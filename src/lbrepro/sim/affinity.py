@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -38,6 +38,7 @@ from lbrepro.sim.xoshiro import next_u64, randint, uniform
 
 __all__ = [
     "AffinitySimResult",
+    "Residences",
     "check_params",
     "check_state",
     "initial_servers",
@@ -450,16 +451,29 @@ def simulate_affinity(
     )
 
 
-def residence_times(
-    times: np.ndarray, h: np.ndarray, low: float, high: float
-) -> tuple[list[float], list[float], int]:
+class Residences(NamedTuple):
+    """The stays of a sampled path in the two quasi-stable states (:func:`residence_times`).
+
+    ``low`` and ``high`` are the complete stays; ``switches`` counts the switches; ``last`` is
+    the stay the path was still in when observation ended, ``(state, time so far)`` with state
+    ``"low"`` or ``"high"`` (None if the path never switched): a right-censored stay, which an
+    estimate of the mean stay must count as censored (Kaplan–Meier), not drop: it is a stay
+    at least that long, and when it is the longest so far the mean is only bounded below.
+    """
+
+    low: list[float]
+    high: list[float]
+    switches: int
+    last: tuple[str, float] | None
+
+
+def residence_times(times: np.ndarray, h: np.ndarray, low: float, high: float) -> Residences:
     """Residence times in the two quasi-stable states of a sampled path h(t), with hysteresis.
 
     The path is in the low state after h ≤ ``low`` and in the high state after h ≥ ``high``;
     in between it keeps its last state (so fluctuations near one state are not switches).
-    Returns (complete residences in the low state, in the high state, number of switches);
-    the first (possibly censored by the start) and the last (censored by the end) stretches
-    are dropped.
+    The first stretch (begun before a state was entered, its start unknown) is dropped; the
+    last one, cut off by the end of observation at ``times[-1]``, is returned as ``last``.
     """
     state = 0
     entered = math.nan
@@ -477,4 +491,7 @@ def residence_times(
             else:
                 entered = math.nan
             state = new
-    return low_res, high_res, switches
+    last = None
+    if state != 0 and not math.isnan(entered) and len(times):
+        last = ("low" if state == -1 else "high", float(times[-1] - entered))
+    return Residences(low_res, high_res, switches, last)
