@@ -1,5 +1,6 @@
-"""Interrupt a running Snakemake mid-job (SIGINT, SIGTERM, SIGKILL): the plain rerun command
-resumes and completes — no --unlock, no --rerun-incomplete to remember."""
+"""Interrupt a running Snakemake mid-job (SIGINT, SIGTERM, SIGHUP, SIGKILL): no job outlives a
+run ended by SIGTERM or SIGHUP, and the plain rerun command resumes and completes — no
+--unlock, no --rerun-incomplete to remember."""
 
 from __future__ import annotations
 
@@ -54,47 +55,67 @@ def _default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+def _job_running(cwd: Path) -> bool:
+    """Whether Snakemake has started a job: it marks the job's outputs incomplete first (the
+    terminal no longer shows each job's lines; they are in the log file)."""
+    return any((cwd / ".snakemake" / "incomplete").glob("*"))
+
+
 def _interrupt(cmd: list[str], cwd: Path, sig: signal.Signals) -> None:
     """Start the run, wait until the point's job is running, then send ``sig``.
 
-    SIGINT goes to the whole process group, as Ctrl-C at a terminal does; SIGTERM to
-    Snakemake's process only, as ``kill <pid>`` does; SIGKILL to the whole group, as when the
-    session or the machine dies (a job orphaned by ``kill -KILL <pid>`` would only delay the
-    rerun until it ends: the rerun reruns it as incomplete).
+    SIGINT goes to the whole process group, as Ctrl-C at a terminal does; SIGTERM and SIGHUP
+    to Snakemake's process only, as ``kill <pid>`` and ``kill -HUP <pid>`` do; SIGKILL to the
+    whole group, as when the session or the machine dies (a job orphaned by ``kill -KILL
+    <pid>`` would only delay the rerun until it ends: the rerun reruns it as incomplete).
+    SIGTERM and SIGHUP must end the job too, at once: no job outlives its run.
     """
-    proc = subprocess.Popen(
-        cmd,
-        cwd=cwd,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        # A test run started in the background by a non-interactive shell (as CI may be)
-        # inherits SIGINT ignored; Ctrl-C at a terminal reaches a process that does not.
-        preexec_fn=_default_sigint,
-    )
+    with open(cwd / "stderr.txt", "w") as err:
+        proc = subprocess.Popen(
+            cmd,
+            cwd=cwd,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            text=True,
+            start_new_session=True,
+            # A test run started in the background by a non-interactive shell (as CI may be)
+            # inherits SIGINT ignored; Ctrl-C at a terminal reaches a process that does not.
+            preexec_fn=_default_sigint,
+        )
     try:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            if "rule compute_points" in line:
-                break
-        else:
-            pytest.fail("the run ended before its job started")
+        deadline = time.monotonic() + 240
+        while not _job_running(cwd):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail("the run ended before its job started: " + _tail(cwd))
+            time.sleep(0.1)
         time.sleep(1.5)  # the job is running (imports, JIT, simulation)
         assert proc.poll() is None, "the job finished before the interruption"
         if sig in (signal.SIGINT, signal.SIGKILL):
             os.killpg(proc.pid, sig)
         else:
             proc.send_signal(sig)
-        proc.communicate(timeout=60)
+        proc.wait(timeout=60)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+    if sig in (signal.SIGTERM, signal.SIGHUP):
+        # Snakemake ended its jobs before it exited (lbrepro.core.run_signals): none is left
+        # running beside the rerun.
+        deadline = time.monotonic() + 5
+        while _children_of_session(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _children_of_session(proc.pid), "a job outlived its run"
     # Let any job still ending its signal handling go before the rerun.
     deadline = time.monotonic() + 30
     while _children_of_session(proc.pid) and time.monotonic() < deadline:
         time.sleep(0.2)
+
+
+def _tail(cwd: Path) -> str:
+    """The end of the interrupted run's stderr, for a failure message."""
+    path = cwd / "stderr.txt"
+    return path.read_text()[-2000:] if path.exists() else ""
 
 
 def _children_of_session(sid: int) -> bool:
@@ -110,7 +131,9 @@ def _children_of_session(sid: int) -> bool:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=str)
+@pytest.mark.parametrize(
+    "sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL], ids=lambda s: s.name
+)
 def test_plain_rerun_resumes_after_interruption(tmp_path: Path, sig: signal.Signals) -> None:
     cmd = _command(tmp_path)
     _interrupt(cmd, tmp_path, sig)

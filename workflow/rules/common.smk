@@ -19,6 +19,7 @@ from lbrepro.artifacts.registry import (
     enabled,
     get as get_artifact,
 )
+from lbrepro.core.run_signals import end_jobs_on_hangup
 from lbrepro.core.runlock import clear_stale_locks, forget_run, record_run
 from lbrepro.report.run_summary import print_at_exit, quiet_job_lines, summary_lines
 from snakemake_interface_executor_plugins.settings import ExecMode
@@ -86,6 +87,8 @@ if workflow.exec_mode == ExecMode.DEFAULT:
 
 onstart:
     record_run()
+    # A hangup or SIGTERM ends the jobs too, instead of orphaning them (lbrepro.core.run_signals).
+    end_jobs_on_hangup()
 
 
 onsuccess:
