@@ -42,6 +42,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from lbrepro.core.rows import not_converged
 from lbrepro.core.stats import Estimate, bonferroni_factor, normal_quantile, t_quantile
 
 __all__ = [
@@ -345,6 +346,7 @@ def estimate(row: Mapping[str, Any]) -> Estimate:
     Rows of methods ``cf``, ``mf``, ``rmf``, ``mdp``, ``published`` carry no interval and are
     exact values of a formula; simulated rows carry ``ci_low``/``ci_high`` and must carry
     ``batches`` and ``converged`` too (a row that does not is refused, naming the column).
+    The flag is read by :func:`lbrepro.core.rows.not_converged`, the one rule for it.
     """
     value = float(row["value"])
     low, high = row.get("ci_low"), row.get("ci_high")
@@ -366,7 +368,7 @@ def estimate(row: Mapping[str, Any]) -> Estimate:
         batches=row["batches"],
         N=_int(row.get("N")),
         seed=row.get("seed"),
-        converged=row.get("converged") not in (False, 0, "False", "false"),
+        converged=not not_converged(row.get("converged")),
         looks=_int(row.get("looks")) or 1,
     )
 
