@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from lbrepro.core.io import write_json
-from lbrepro.core.verdicts import NOT_REPRODUCED, REPRODUCED, UNDECIDED, Verdict
+from lbrepro.core.verdicts import NOT_REPRODUCED, REPRODUCED, UNDECIDED, Verdict, close
 
 __all__ = [
     "CONSISTENCY",
@@ -412,23 +412,6 @@ def gate(claims: Sequence[Claim]) -> list[Claim]:
             c = replace(c, invalid="; ".join(t for t in (c.invalid, why) if t))
         out.append(c)
     return out
-
-
-def close(expected: float, measured: float, tolerance: float, *, relative: bool = False) -> Verdict:
-    """An exact comparison: ``measured`` within ``tolerance`` of ``expected`` (decided outright).
-
-    ``relative``: the tolerance is a fraction of ``|expected|``. For exact values only (closed
-    forms, solvers): a noisy estimate is judged by :func:`lbrepro.core.verdicts.agrees`.
-    """
-    scale = abs(expected) if relative else 1.0
-    err = abs(measured - expected)
-    return Verdict(
-        REPRODUCED if err <= tolerance * scale else NOT_REPRODUCED,
-        measured,
-        f"{expected:g}",
-        f"{tolerance:g}{' relative' if relative else ''}",
-        f"|difference| = {err:.3g}" + (f" ({err / scale:.2%})" if relative and scale else ""),
-    )
 
 
 def write_checks(claims: Sequence[Claim], path: str | Path) -> None:

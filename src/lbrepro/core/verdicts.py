@@ -23,7 +23,8 @@ the far side: at most 2.5% of the time, family-wise. The same rule decides every
   the other way by more than it;
 - :func:`slope_in` — a fitted slope lies in an interval;
 - :func:`exact` — a comparison of exact values (closed forms, mean fields, exact Markov
-  computations): decided outright, there is no noise.
+  computations): decided outright, there is no noise; :func:`close` is its within-a-tolerance
+  form.
 
 A verdict that rests on an estimate with no honest interval (``converged = False``: its run
 failed the relaxation check, :func:`lbrepro.core.rows.not_converged`) is *undecided (invalid
@@ -57,6 +58,7 @@ __all__ = [
     "agrees",
     "better",
     "bounded_margin",
+    "close",
     "decide",
     "estimate",
     "exact",
@@ -592,6 +594,25 @@ def exact(
 ) -> Verdict:
     """A decided comparison of exact values (no noise: reproduced or not reproduced)."""
     return Verdict(REPRODUCED if holds else NOT_REPRODUCED, measured, expected, tolerance, details)
+
+
+def close(expected: float, measured: float, tolerance: float, *, relative: bool = False) -> Verdict:
+    """:func:`exact` for the commonest exact comparison: ``measured`` within ``tolerance`` of
+    ``expected`` (|measured − expected| ≤ tolerance), decided outright.
+
+    ``relative``: the tolerance is a fraction of ``|expected|``. For exact values only (closed
+    forms, solvers): a noisy estimate is judged by :func:`agrees`. Re-exported by
+    :mod:`lbrepro.core.claims` (``claims.close`` is this function).
+    """
+    scale = abs(expected) if relative else 1.0
+    err = abs(measured - expected)
+    return exact(
+        err <= tolerance * scale,
+        measured,
+        f"{expected:g}",
+        f"{tolerance:g}{' relative' if relative else ''}",
+        f"|difference| = {err:.3g}" + (f" ({err / scale:.2%})" if relative and scale else ""),
+    )
 
 
 @dataclass(frozen=True)
