@@ -65,6 +65,7 @@ __all__ = [
     "fit_slope",
     "slope_in",
     "trend",
+    "widening",
 ]
 
 #: Two-sided 95% normal quantile: the level every claim is judged at.
@@ -388,8 +389,10 @@ def resolved(e: Estimate) -> bool:
     return e.batches == 0 or float(e.half_width) > 0
 
 
-def _widening(estimates: Sequence[Estimate], comparisons: int) -> float:
-    """Bonferroni widening of 95% intervals for ``comparisons`` simultaneous checks.
+def widening(estimates: Sequence[Estimate], comparisons: int) -> float:
+    """Bonferroni widening of 95% intervals for ``comparisons`` simultaneous checks: the
+    factor every test here multiplies its half-widths by, and the one a check that builds its
+    own :class:`Component` list uses.
 
     Student t with the smallest batch count among the estimates (normal if none is known).
     """
@@ -452,7 +455,7 @@ def agrees(
     margins = np.broadcast_to(np.asarray(margin, dtype=float), (m,))
     if not np.all(margins > 0):
         raise ValueError(f"agrees: every margin must be positive, got {margins.tolist()}")
-    w = _widening(estimates, m)
+    w = widening(estimates, m)
     names = list(labels) if labels else [f"#{i}" for i in range(m)]
     components = []
     for e, ref, mi, name in zip(estimates, references, margins, names, strict=True):
@@ -503,7 +506,7 @@ def better(
     deltas = np.broadcast_to(np.asarray(min_effect, dtype=float), (n,))
     if np.any(deltas < 0):
         raise ValueError("better: a minimum effect must be ≥ 0")
-    w = _widening([*a, *b], n)
+    w = widening([*a, *b], n)
     names = list(labels) if labels else [f"#{i}" for i in range(n)]
     comps = []
     for ea, eb, delta, name in zip(a, b, deltas, names, strict=True):
@@ -552,7 +555,7 @@ def trend(
     xs = [float(x[i]) for i in order]
     sign = 1.0 if direction == "increasing" else -1.0
     count = 1 + (n - 1) + (direction == "to_zero")
-    w = _widening(est, count)
+    w = widening(est, count)
 
     def change(e0: Estimate, e1: Estimate) -> tuple[float, float, bool]:
         hw = w * math.hypot(float(e0.half_width), float(e1.half_width))
