@@ -132,3 +132,16 @@ def test_a_verdict_reads_converged_by_the_one_rule(flag):
             estimate(row)
         return
     assert estimate(row).converged is (not not_converged(flag))
+
+
+def test_pm_writes_value_and_half_width_as_the_hand_written_f_strings_did():
+    """``pm`` is the one "±" formatter; its layouts give the bytes the artifacts' own
+    f-strings gave (their checks and summaries are unchanged)."""
+    from lbrepro.core.rows import pm
+
+    v, h = -0.012345678, 0.00098765
+    assert pm(v, h, "+.2e", ".1e") == f"{v:+.2e} ± {h:.1e}"
+    assert pm(v, h, "+.2e", ".1e", "tight") == f"{v:+.2e}±{h:.1e}"
+    assert pm(v, h, "+.4g", ".2g", "paren") == f"{v:+.4g} (±{h:.2g})"
+    assert pm(2, 0.5, "", "") == f"{2} ± {0.5}"
+    assert pm(np.float64(v), np.float64(h), ".4g", ".1g") == f"{v:.4g} ± {h:.1g}"

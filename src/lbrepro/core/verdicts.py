@@ -43,7 +43,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from lbrepro.core.rows import not_converged
+from lbrepro.core.rows import not_converged, pm
 from lbrepro.core.stats import Estimate, bonferroni_factor, normal_quantile, t_quantile
 
 __all__ = [
@@ -574,7 +574,7 @@ def trend(
         hw = w * math.hypot(float(last.half_width), ratio * float(first.half_width))
         comps.append(Component(f"last − {ratio:g}×first", v, hw, 0.0, "below"))
     listing = ", ".join(
-        f"{xv:g}: {float(e.mean):.4g}±{float(e.half_width):.2g}"
+        f"{xv:g}: {pm(float(e.mean), float(e.half_width), '.4g', '.2g', 'tight')}"
         for xv, e in zip(xs, est, strict=True)
     )
     return decide(

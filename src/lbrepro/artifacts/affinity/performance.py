@@ -22,6 +22,7 @@ from lbrepro.core.claims import Claim, make_claim
 from lbrepro.core.ids import add_point, num
 from lbrepro.core.io import select
 from lbrepro.core.packing import queue_simulation_seconds, simulation_seconds
+from lbrepro.core.rows import pm
 from lbrepro.core.stats import batch_means_ci
 from lbrepro.core.verdicts import EmptyComparisonError, agrees, estimate
 from lbrepro.judging.neighbours import NEIGHBOUR, neighbour_load
@@ -270,7 +271,8 @@ def simulation_claims(
         margins = [perf_margin(r) for r in ref]
         labels = [f"λ={lam:g}" for lam in lams]
         offsets = "; ".join(
-            f"λ={lam:g}: N={n} {by[(n, lam)].mean - r:+.4g} (±{by[(n, lam)].half_width:.2g})"
+            f"λ={lam:g}: N={n} "
+            + pm(by[(n, lam)].mean - r, by[(n, lam)].half_width, "+.4g", ".2g", "paren")
             for lam, r in zip(lams, ref, strict=True)
             for n in (Nh, N)
         )
