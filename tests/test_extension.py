@@ -129,11 +129,12 @@ def test_recording_runs_sees_how_often_each_run_doubled():
 
 # ------------------------------------------------------------------ the pipeline step, end to end
 def _toy(
-    monkeypatch: pytest.MonkeyPatch, value: Any = None, spread: float = 0.1
+    monkeypatch: pytest.MonkeyPatch, value: Any = None, spread: float = 0.1, run_suffix: str = ""
 ) -> tuple[dict[str, Any], str]:
     """A registered artifact without a simulator: point ``a`` gives x = 0.06 ± 0.1/√horizon
     (undecided at horizon 1, decided from horizon 4 on), point ``b`` x = 0.5 (decided);
-    ``value(x, horizon)`` and ``spread`` change that."""
+    ``value(x, horizon)`` and ``spread`` change that; ``run_suffix`` makes its claims name
+    runs its table does not hold."""
     from dataclasses import replace
 
     from lbrepro.artifacts import registry
@@ -165,7 +166,7 @@ def _toy(
                     verdict,
                     control=CONTROL,
                     distance="1",
-                    runs=[r["point"]],
+                    runs=[r["point"] + run_suffix],
                 )
             )
         return out
@@ -266,3 +267,43 @@ def test_the_extension_looks_again_until_no_claim_is_within_reach(tmp_path, monk
         ("reproduced", 3),
         ("reproduced", 1),
     ]
+
+
+def test_a_claim_naming_a_run_its_table_lacks_fails_the_check_step(tmp_path, monkeypatch):
+    """The step that checks an artifact verifies every claim's ``runs`` id names a point of
+    its table, and fails in one line naming the artifact and the id (a gate by that id would
+    reach nothing); nothing is written."""
+    from lbrepro import pipeline
+    from lbrepro.core.claims import RunsError
+
+    config, aid = _toy(monkeypatch, run_suffix="-typo")
+    config["simulation"]["extend"] = 0
+    jobs, extension, table, checks = _compute_and_extend(config, aid, tmp_path)
+    pipeline.collect_table(jobs, table, config, aid, extension)
+    with pytest.raises(RunsError) as err:
+        pipeline.check_artifact(config, aid, table, checks)
+    assert str(err.value) == (
+        "toy-extend: claim 'a: x > 0' reads run 'a-typo', which names no point of its table "
+        "(and 1 more)"
+    )
+    assert not Path(checks).exists()
+
+
+def test_unknown_runs_reads_the_point_and_run_columns():
+    """A synthetic table: ids are read from ``point`` and, where a table has one, ``run``."""
+    from lbrepro.core.claims import check_runs, unknown_runs
+    from lbrepro.core.verdicts import exact
+
+    rows = [
+        {"artifact": "t", "point": "p1", "method": "sim", "quantity": "x"},
+        {"artifact": "t", "point": "p2", "run": "p2-long", "method": "sim", "quantity": "x"},
+    ]
+    claims = [
+        make_claim("one", exact(True, 1.0, "1"), control=CONTROL, distance="1", runs=["p1"]),
+        make_claim("two", exact(True, 1.0, "1"), control=CONTROL, distance="1", runs=["p2-long"]),
+        make_claim("three", exact(True, 1.0, "1"), control=CONTROL, distance="1", runs=["p3"]),
+    ]
+    assert unknown_runs(claims, rows) == [("three", "p3")]
+    check_runs(claims[:2], rows, "t")
+    with pytest.raises(ValueError, match=r"^t: claim 'three' reads run 'p3', which names no "):
+        check_runs(claims, rows, "t")

@@ -222,3 +222,97 @@ def test_core_names_no_paper():
             if re.search(rf"\b{slug}(-service)? paper", text, re.I) or f"artifacts.{slug}" in text:
                 offenders.append(f"{module}: names the {slug} paper")
     assert offenders == [], offenders
+
+
+# --------------------------------------------------------------- one estimate → row contract
+
+#: "±" between a value and its half-width, as a piece of an f-string ("v ± h", "v±h",
+#: "v (±h)") or of a ``str.format``/``%`` template.
+_PM_PIECE = r"^\s*\(?±\s*$"
+_PM_TEMPLATE = r"(\}|%[-+ #0-9.]*[a-zA-Z])\s*\(?±\s*(\{|%)"
+#: The interval columns only ``core.rows.estimate_row`` writes.
+_INTERVAL_KEYS = {"ci_low", "ci_high"}
+
+
+def hand_intervals(source: str) -> list[str]:
+    """Where a module writes an interval by hand instead of through the shared layer
+    (``core.rows``: ``pm``, ``pm_text``, ``interval_text``, ``estimate_row``): an f-string with
+    "±" between two formatted values, a ``.format``/``%`` template with "±" between two
+    fields, or a dict literal with a ``ci_low``/``ci_high`` key. A "±" before a margin alone
+    ("within ±2%") or in plain text is no interval and passes."""
+    import re
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.JoinedStr):
+            parts = node.values
+            for before, piece, after in zip(parts, parts[1:], parts[2:], strict=False):
+                if (
+                    isinstance(before, ast.FormattedValue)
+                    and isinstance(piece, ast.Constant)
+                    and isinstance(after, ast.FormattedValue)
+                    and re.match(_PM_PIECE, str(piece.value))
+                ):
+                    found.append(f"line {node.lineno}: an f-string writes value ± half-width")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            template = node.func.value
+            if (
+                node.func.attr == "format"
+                and isinstance(template, ast.Constant)
+                and isinstance(template.value, str)
+                and re.search(_PM_TEMPLATE, template.value)
+            ):
+                found.append(f"line {node.lineno}: a format template writes value ± half-width")
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
+            template = node.left
+            if (
+                isinstance(template, ast.Constant)
+                and isinstance(template.value, str)
+                and re.search(_PM_TEMPLATE, template.value)
+            ):
+                found.append(f"line {node.lineno}: a % template writes value ± half-width")
+        elif isinstance(node, ast.Dict):
+            keys = {k.value for k in node.keys if isinstance(k, ast.Constant)}
+            if keys & _INTERVAL_KEYS:
+                found.append(f"line {node.lineno}: a dict literal builds the interval columns")
+    return found
+
+
+def test_no_artifact_writes_an_interval_by_hand():
+    """Every artifact writes an estimate's interval through the shared layer: its row by
+    ``core.rows.estimate_row``, its text by ``core.rows.pm``/``pm_text``/``interval_text`` —
+    one contract from estimate to row to verdict (issue 33)."""
+    offenders = [
+        f"{module}: {where}"
+        for module, path in modules().items()
+        if layer(module) == "artifacts"
+        for where in hand_intervals(path.read_text(encoding="utf-8"))
+    ]
+    assert offenders == [], offenders
+
+
+def test_the_interval_rule_itself():
+    """The rule catches the hand-written intervals the artifacts had (these lines are theirs
+    before the shared ``pm``) and passes a margin, plain text and the shared calls."""
+    caught = [
+        'f"N={N}: {e:+.2e}±{h:.1e}"',
+        "f\"{s['value']:.5f} ± {half:.1e}\"",
+        'f"λ={lam:g}: N={n} {x - r:+.4g} (±{e.half_width:.2g})"',
+        'f"exponent {order} ± {ORDER_MARGIN}"',
+        '"{} ± {:.2g}".format(v, h)',
+        '"%.4f ± %.1g" % (v, h)',
+        '{"value": v, "ci_low": lo, "ci_high": hi}',
+    ]
+    for source in caught:
+        assert len(hand_intervals(source)) == 1, source
+    passed = [
+        'f"fails when the 95% CI lies outside ±{AGREEMENT:.0%} of ρ"',
+        'f"sim − {method} (±95%): "',
+        '"exponent 1 ± ½"',
+        "pm(v, h, '+.2e', '.1e', 'tight')",
+        'f"N={N}: {pm(e, h)}"',
+        'estimate_row(est) | {"policy": p}',
+        '"{} ± ".format(v)',
+    ]
+    for source in passed:
+        assert hand_intervals(source) == [], source

@@ -116,3 +116,32 @@ def test_a_summary_shows_no_interval_for_a_run_not_converged():
         assert not_converged(flag)
         assert interval_text(bad, ".2f") == pm_text(bad, ".2f") == f"1.25 ({NO_CI})"
     assert not not_converged(None) and not not_converged(True) and not not_converged(0)
+
+
+@pytest.mark.parametrize(
+    "flag", [True, False, "False", "false", " FALSE ", np.False_, np.True_, 0, 1, None]
+)
+def test_a_verdict_reads_converged_by_the_one_rule(flag):
+    """``verdicts.estimate`` reads the flag by ``rows.not_converged``, never a rule of its own
+    (it once did: 0 read as not converged there and as converged here)."""
+    from lbrepro.core.rows import not_converged
+
+    row = {"value": 1.0, "ci_low": 0.9, "ci_high": 1.1, "batches": 20, "converged": flag}
+    if flag is None:
+        with pytest.raises(ValueError, match="converged"):
+            estimate(row)
+        return
+    assert estimate(row).converged is (not not_converged(flag))
+
+
+def test_pm_writes_value_and_half_width_as_the_hand_written_f_strings_did():
+    """``pm`` is the one "±" formatter; its layouts give the bytes the artifacts' own
+    f-strings gave (their checks and summaries are unchanged)."""
+    from lbrepro.core.rows import pm
+
+    v, h = -0.012345678, 0.00098765
+    assert pm(v, h, "+.2e", ".1e") == f"{v:+.2e} ± {h:.1e}"
+    assert pm(v, h, "+.2e", ".1e", "tight") == f"{v:+.2e}±{h:.1e}"
+    assert pm(v, h, "+.4g", ".2g", "paren") == f"{v:+.4g} (±{h:.2g})"
+    assert pm(2, 0.5, "", "") == f"{2} ± {0.5}"
+    assert pm(np.float64(v), np.float64(h), ".4g", ".1g") == f"{v:.4g} ± {h:.1g}"

@@ -490,3 +490,21 @@ def test_a_margin_is_relative_where_the_quantity_is_small() -> None:
     # a large quantity keeps its absolute margin; the run's resolution is a floor
     assert bounded_margin(0.5, 0.01) == 0.01
     assert bounded_margin(1e-9, 0.01, floor=1e-6) == 1e-6
+
+
+def test_close_is_exact_within_a_tolerance_and_claims_close_is_the_same_function():
+    """One rule for exact comparisons: ``close`` decides by ``exact`` (claims re-exports it)."""
+    from lbrepro.core import claims, verdicts
+
+    assert claims.close is verdicts.close
+    for args, kw in [
+        ((1.0, 1.005, 0.01), {}),
+        ((1.0, 1.02, 0.01), {}),
+        ((2.0, 2.01, 0.01), {"relative": True}),
+    ]:
+        v = verdicts.close(*args, **kw)
+        err = abs(args[1] - args[0])
+        holds = err <= args[2] * (abs(args[0]) if kw else 1.0)
+        assert v.outcome == exact(holds, args[1], "x").outcome
+    assert verdicts.close(0.0, 1e-12, 1e-9).outcome == REPRODUCED
+    assert verdicts.close(0.0, 1e-6, 1e-9).outcome == NOT_REPRODUCED

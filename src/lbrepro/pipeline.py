@@ -22,7 +22,7 @@ from typing import Any
 from lbrepro.artifacts import registry
 from lbrepro.config import assemble_schema, validate_schema
 from lbrepro.core import footprint
-from lbrepro.core.claims import write_checks
+from lbrepro.core.claims import check_runs, write_checks
 from lbrepro.core.errors import ConfigError
 from lbrepro.core.ids import check_point_ids
 from lbrepro.core.io import read_table, write_table
@@ -735,10 +735,13 @@ def plot_artifact(
 def check_artifact(
     config: Mapping[str, Any], artifact_id: str, table: str | Path, out: str | Path
 ) -> None:
-    """Check the artifact's claims against its table and write checks.json."""
+    """Check the artifact's claims against its table and write checks.json; a claim whose
+    ``runs`` name a point the table does not hold fails the step, naming the artifact and the
+    id (:func:`lbrepro.core.claims.check_runs`)."""
     artifact = registry.get(artifact_id)
     rows = current_table(config, artifact_id, table)
     claims = artifact.check(rows, artifact_config(config, artifact_id))
+    check_runs(claims, rows, artifact_id)
     for c in claims:
         log.info("%s: %s — %s", c.status, c.claim, c.measured)
     write_checks(claims, out)

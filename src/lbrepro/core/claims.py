@@ -36,8 +36,9 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from lbrepro.core.errors import LbreproError
 from lbrepro.core.io import write_json
-from lbrepro.core.verdicts import NOT_REPRODUCED, REPRODUCED, UNDECIDED, Verdict
+from lbrepro.core.verdicts import NOT_REPRODUCED, REPRODUCED, UNDECIDED, Verdict, close
 
 __all__ = [
     "CONSISTENCY",
@@ -50,13 +51,16 @@ __all__ = [
     "Claim",
     "Finding",
     "Reading",
+    "RunsError",
     "attribute",
+    "check_runs",
     "claim_status",
     "close",
     "consistency",
     "diagnostic",
     "gate",
     "make_claim",
+    "unknown_runs",
     "write_checks",
 ]
 
@@ -414,21 +418,33 @@ def gate(claims: Sequence[Claim]) -> list[Claim]:
     return out
 
 
-def close(expected: float, measured: float, tolerance: float, *, relative: bool = False) -> Verdict:
-    """An exact comparison: ``measured`` within ``tolerance`` of ``expected`` (decided outright).
+class RunsError(LbreproError, ValueError):
+    """A claim names a run its table does not hold (one line: the artifact and the id)."""
 
-    ``relative``: the tolerance is a fraction of ``|expected|``. For exact values only (closed
-    forms, solvers): a noisy estimate is judged by :func:`lbrepro.core.verdicts.agrees`.
-    """
-    scale = abs(expected) if relative else 1.0
-    err = abs(measured - expected)
-    return Verdict(
-        REPRODUCED if err <= tolerance * scale else NOT_REPRODUCED,
-        measured,
-        f"{expected:g}",
-        f"{tolerance:g}{' relative' if relative else ''}",
-        f"|difference| = {err:.3g}" + (f" ({err / scale:.2%})" if relative and scale else ""),
-    )
+
+def unknown_runs(
+    claims: Sequence[Claim], rows: Sequence[Mapping[str, Any]]
+) -> list[tuple[str, str]]:
+    """(claim, run id) for every ``runs`` id of a claim that names no point of the table: no
+    row's ``point`` (or ``run``) column holds it. A diagnostic finds the verdicts it gates by
+    these ids (:func:`gate`), so an id that names nothing would leave them ungated."""
+    known = {str(r[c]) for r in rows for c in ("point", "run") if r.get(c) is not None}
+    return [(c.claim, run) for c in claims for run in c.runs if run not in known]
+
+
+def check_runs(
+    claims: Sequence[Claim], rows: Sequence[Mapping[str, Any]], artifact_id: str
+) -> None:
+    """Raise :class:`RunsError` naming the artifact and the first id of a claim's ``runs``
+    that names no point of its table (:func:`unknown_runs`)."""
+    unknown = unknown_runs(claims, rows)
+    if unknown:
+        claim, run = unknown[0]
+        more = f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""
+        raise RunsError(
+            f"{artifact_id}: claim {claim!r} reads run {run!r}, which names no point of its "
+            f"table{more}"
+        )
 
 
 def write_checks(claims: Sequence[Claim], path: str | Path) -> None:

@@ -128,12 +128,25 @@ def interval_text(row: Mapping[str, Any], spec: str = ".4f") -> str:
     return f"{row['value']:{spec}} [{row['ci_low']:{spec}}, {row['ci_high']:{spec}}]"
 
 
+#: The layouts of :func:`pm`: ``value ± half``, ``value±half`` (in a list), ``value (±half)``.
+PM_LAYOUTS = {"spaced": "{v} ± {h}", "tight": "{v}±{h}", "paren": "{v} (±{h})"}
+
+
+def pm(
+    value: Any, half: Any, spec: str = ".4f", half_spec: str = ".1g", layout: str = "spaced"
+) -> str:
+    """A value and its half-width (or standard error, or margin), ``value ± half``: the one
+    place an interval is written with "±" (``layout``: one of :data:`PM_LAYOUTS`). The
+    formats are applied as in an f-string (``format(value, spec)``)."""
+    return PM_LAYOUTS[layout].format(v=format(value, spec), h=format(half, half_spec))
+
+
 def pm_text(row: Mapping[str, Any], spec: str = ".4f", half_spec: str = ".1g") -> str:
-    """``value ± half-width`` of an estimate for a summary cell; the value alone, saying why,
-    for a run that did not converge."""
+    """``value ± half-width`` of an estimate's row for a summary cell (:func:`pm`); the value
+    alone, saying why, for a run that did not converge."""
     if not_converged(row.get("converged")):
         return f"{row['value']:{spec}} ({NO_CI})"
-    return f"{row['value']:{spec}} ± {(row['ci_high'] - row['ci_low']) / 2:{half_spec}}"
+    return pm(row["value"], (row["ci_high"] - row["ci_low"]) / 2, spec, half_spec)
 
 
 def _empty(cell: Any) -> bool:

@@ -23,7 +23,8 @@ the far side: at most 2.5% of the time, family-wise. The same rule decides every
   the other way by more than it;
 - :func:`slope_in` — a fitted slope lies in an interval;
 - :func:`exact` — a comparison of exact values (closed forms, mean fields, exact Markov
-  computations): decided outright, there is no noise.
+  computations): decided outright, there is no noise; :func:`close` is its within-a-tolerance
+  form.
 
 A verdict that rests on an estimate with no honest interval (``converged = False``: its run
 failed the relaxation check, :func:`lbrepro.core.rows.not_converged`) is *undecided (invalid
@@ -42,6 +43,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from lbrepro.core.rows import not_converged, pm
 from lbrepro.core.stats import Estimate, bonferroni_factor, normal_quantile, t_quantile
 
 __all__ = [
@@ -56,12 +58,14 @@ __all__ = [
     "agrees",
     "better",
     "bounded_margin",
+    "close",
     "decide",
     "estimate",
     "exact",
     "fit_slope",
     "slope_in",
     "trend",
+    "widening",
 ]
 
 #: Two-sided 95% normal quantile: the level every claim is judged at.
@@ -345,6 +349,7 @@ def estimate(row: Mapping[str, Any]) -> Estimate:
     Rows of methods ``cf``, ``mf``, ``rmf``, ``mdp``, ``published`` carry no interval and are
     exact values of a formula; simulated rows carry ``ci_low``/``ci_high`` and must carry
     ``batches`` and ``converged`` too (a row that does not is refused, naming the column).
+    The flag is read by :func:`lbrepro.core.rows.not_converged`, the one rule for it.
     """
     value = float(row["value"])
     low, high = row.get("ci_low"), row.get("ci_high")
@@ -366,7 +371,7 @@ def estimate(row: Mapping[str, Any]) -> Estimate:
         batches=row["batches"],
         N=_int(row.get("N")),
         seed=row.get("seed"),
-        converged=row.get("converged") not in (False, 0, "False", "false"),
+        converged=not not_converged(row.get("converged")),
         looks=_int(row.get("looks")) or 1,
     )
 
@@ -384,8 +389,10 @@ def resolved(e: Estimate) -> bool:
     return e.batches == 0 or float(e.half_width) > 0
 
 
-def _widening(estimates: Sequence[Estimate], comparisons: int) -> float:
-    """Bonferroni widening of 95% intervals for ``comparisons`` simultaneous checks.
+def widening(estimates: Sequence[Estimate], comparisons: int) -> float:
+    """Bonferroni widening of 95% intervals for ``comparisons`` simultaneous checks: the
+    factor every test here multiplies its half-widths by, and the one a check that builds its
+    own :class:`Component` list uses.
 
     Student t with the smallest batch count among the estimates (normal if none is known).
     """
@@ -448,7 +455,7 @@ def agrees(
     margins = np.broadcast_to(np.asarray(margin, dtype=float), (m,))
     if not np.all(margins > 0):
         raise ValueError(f"agrees: every margin must be positive, got {margins.tolist()}")
-    w = _widening(estimates, m)
+    w = widening(estimates, m)
     names = list(labels) if labels else [f"#{i}" for i in range(m)]
     components = []
     for e, ref, mi, name in zip(estimates, references, margins, names, strict=True):
@@ -499,7 +506,7 @@ def better(
     deltas = np.broadcast_to(np.asarray(min_effect, dtype=float), (n,))
     if np.any(deltas < 0):
         raise ValueError("better: a minimum effect must be ≥ 0")
-    w = _widening([*a, *b], n)
+    w = widening([*a, *b], n)
     names = list(labels) if labels else [f"#{i}" for i in range(n)]
     comps = []
     for ea, eb, delta, name in zip(a, b, deltas, names, strict=True):
@@ -548,7 +555,7 @@ def trend(
     xs = [float(x[i]) for i in order]
     sign = 1.0 if direction == "increasing" else -1.0
     count = 1 + (n - 1) + (direction == "to_zero")
-    w = _widening(est, count)
+    w = widening(est, count)
 
     def change(e0: Estimate, e1: Estimate) -> tuple[float, float, bool]:
         hw = w * math.hypot(float(e0.half_width), float(e1.half_width))
@@ -567,7 +574,7 @@ def trend(
         hw = w * math.hypot(float(last.half_width), ratio * float(first.half_width))
         comps.append(Component(f"last − {ratio:g}×first", v, hw, 0.0, "below"))
     listing = ", ".join(
-        f"{xv:g}: {float(e.mean):.4g}±{float(e.half_width):.2g}"
+        f"{xv:g}: {pm(float(e.mean), float(e.half_width), '.4g', '.2g', 'tight')}"
         for xv, e in zip(xs, est, strict=True)
     )
     return decide(
@@ -590,6 +597,25 @@ def exact(
 ) -> Verdict:
     """A decided comparison of exact values (no noise: reproduced or not reproduced)."""
     return Verdict(REPRODUCED if holds else NOT_REPRODUCED, measured, expected, tolerance, details)
+
+
+def close(expected: float, measured: float, tolerance: float, *, relative: bool = False) -> Verdict:
+    """:func:`exact` for the commonest exact comparison: ``measured`` within ``tolerance`` of
+    ``expected`` (|measured − expected| ≤ tolerance), decided outright.
+
+    ``relative``: the tolerance is a fraction of ``|expected|``. For exact values only (closed
+    forms, solvers): a noisy estimate is judged by :func:`agrees`. Re-exported by
+    :mod:`lbrepro.core.claims` (``claims.close`` is this function).
+    """
+    scale = abs(expected) if relative else 1.0
+    err = abs(measured - expected)
+    return exact(
+        err <= tolerance * scale,
+        measured,
+        f"{expected:g}",
+        f"{tolerance:g}{' relative' if relative else ''}",
+        f"|difference| = {err:.3g}" + (f" ({err / scale:.2%})" if relative and scale else ""),
+    )
 
 
 @dataclass(frozen=True)

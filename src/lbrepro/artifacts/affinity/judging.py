@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from lbrepro.core.rows import not_converged
 from lbrepro.core.stats import Estimate, von_neumann
 from lbrepro.core.verdicts import AGREEMENT, Component, Verdict, bounded_margin, decide, exact
 from lbrepro.judging.neighbours import neighbour_load
@@ -211,4 +212,4 @@ def _row_estimate(row: Mapping[str, Any]) -> Estimate:
     return Estimate(v, float(row["ci_low"]), float(row["ci_high"]),
                     (float(row["ci_high"]) - float(row["ci_low"])) / 2,
                     int(row.get("batches") or 0),
-                    converged=row.get("converged") not in (False, 0, "False", "false"))  # fmt: skip
+                    converged=not not_converged(row.get("converged")))  # fmt: skip

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -22,7 +23,8 @@ from lbrepro.core.claims import Claim, make_claim
 from lbrepro.core.ids import add_point, num
 from lbrepro.core.io import select
 from lbrepro.core.packing import queue_simulation_seconds, simulation_seconds
-from lbrepro.core.stats import batch_means_ci
+from lbrepro.core.rows import estimate_row, pm
+from lbrepro.core.stats import Estimate, batch_means_ci
 from lbrepro.core.verdicts import EmptyComparisonError, agrees, estimate
 from lbrepro.judging.neighbours import NEIGHBOUR, neighbour_load
 from lbrepro.meanfield.closed_forms import doubly_exponential_tail
@@ -167,21 +169,16 @@ def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
         )
         converged = batches_converged(sim.batch_x[:, :, 1].sum(axis=1))
         for key, vals in _cm_batch_measures(sim).items():
-            est = batch_means_ci(vals)
+            # the run's batches, flagged by the affinity simulator's von Neumann test
+            est = replace(batch_means_ci(vals), batches=p["batches"], converged=converged)
             rows.append(
                 table_row(
                     "sim",
                     key.split("_", 1)[1],
-                    est.mean,
-                    ci_low=est.low,
-                    ci_high=est.high,
+                    **estimate_row(est, N=n_srv, seed=seed.entropy),
                     policy="cm",
                     lam=lam,
                     d1=d1,
-                    N=n_srv,
-                    seed=seed.entropy,
-                    batches=p["batches"],
-                    converged=converged,
                     events=sim.events,
                 )
             )
@@ -202,25 +199,25 @@ def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
     var = float(((2 * m - 1) * w).sum()) - mean**2
     # mean waiting jobs = E[jobs] − P(busy): its CI from the mean-jobs CI (same batches).
     half = (jsq.mean_jobs_ci[1] - jsq.mean_jobs_ci[0]) / 2
+    run = {"batches": int(jsq.batches), "N": N, "seed": seed.entropy}
     for quantity, value, ci in (
         ("wait_jobs", mean, (mean - half, mean + half)),
-        ("wait_var", var, (None, None)),
+        ("wait_var", var, None),
         ("wait_time", mean / lam, ((mean - half) / lam, (mean + half) / lam)),
     ):
+        if ci is None:  # no batch-means CI for the variance: a path value
+            cells = {"value": value, **run, "converged": bool(jsq.converged)}
+        else:
+            est = Estimate(value, *ci, (ci[1] - ci[0]) / 2, converged=bool(jsq.converged), **run)
+            cells = estimate_row(est)
         rows.append(
             table_row(
-                "sim" if ci[0] is not None else "path",  # no batch-means CI for the variance
+                "sim" if ci is not None else "path",
                 quantity,
-                value,
-                ci_low=ci[0],
-                ci_high=ci[1],
+                **cells,
                 policy="jsq",
                 lam=lam,
                 d1=d1,
-                N=N,
-                seed=seed.entropy,
-                batches=int(jsq.batches),
-                converged=bool(jsq.converged),
             )
         )
     rows += formula_rows(lam, mu2, mu1, d1)
@@ -270,7 +267,8 @@ def simulation_claims(
         margins = [perf_margin(r) for r in ref]
         labels = [f"λ={lam:g}" for lam in lams]
         offsets = "; ".join(
-            f"λ={lam:g}: N={n} {by[(n, lam)].mean - r:+.4g} (±{by[(n, lam)].half_width:.2g})"
+            f"λ={lam:g}: N={n} "
+            + pm(by[(n, lam)].mean - r, by[(n, lam)].half_width, "+.4g", ".2g", "paren")
             for lam, r in zip(lams, ref, strict=True)
             for n in (Nh, N)
         )

@@ -26,6 +26,7 @@ from lbrepro.artifacts.general.point_runs import (
 from lbrepro.artifacts.registry import Artifact, Rows
 from lbrepro.core.claims import Claim
 from lbrepro.core.io import select
+from lbrepro.core.rows import pm
 from lbrepro.core.verdicts import AGREEMENT
 
 
@@ -92,7 +93,7 @@ def summary(rows: Rows) -> Rows:
     """The audit table as the report shows it: values, errors and the published verdict."""
     out: Rows = []
     for t in audit_table(rows):
-        lim = "—" if t["limit"] is None else f"{t['limit']:.4g} ± {t['limit_half']:.1g}"
+        lim = "—" if t["limit"] is None else pm(t["limit"], t["limit_half"], ".4g", ".1g")
         out.append(
             {
                 "service": t["label"],
@@ -100,7 +101,7 @@ def summary(rows: Rows) -> Rows:
                 "quantity": t["quantity"],
                 "published": f"{t['cf']:.4g}",
                 "exact MF": "—" if t["mf"] is None else f"{t['mf']:.4g}",
-                "simulation ± CI": f"{t['sim']:.4g} ± {t['half']:.1g}",
+                "simulation ± CI": pm(t["sim"], t["half"], ".4g", ".1g"),
                 "N → ∞ (extrapolated) ± CI": lim,
                 "published error": f"{100 * t['rel_cf']:+.1f}%",
                 "MF error": "—" if t["rel_mf"] is None else f"{100 * t['rel_mf']:+.2f}%",

@@ -30,6 +30,7 @@ from lbrepro.artifacts.hetero.tail_claims import (
     gaussian_growth,
     linear_loglog,
     tail_agrees,
+    type_servers,
 )
 from lbrepro.artifacts.registry import Artifact, Rows
 from lbrepro.core.claims import Claim, make_claim
@@ -169,11 +170,11 @@ def _length_needed(rows: Rows, p: Mapping[str, Any]) -> float:
     """The run-length factor one (system, scheme) run asks for: the nearest that decides one
     of its undecided verdicts (:func:`length_to_decide`) — the doubly exponential tail and the
     finite-N offset, from the point's rows so far."""
-    cfg = {"systems": [p["spec"]], "N": p["N"], "rho": p["rho"]}
+    servers = type_servers(p["spec"], p["N"])
     name, policy = p["system"], p["policy"]
     try:
-        growth, _ = doubly_exponential(rows, cfg, name, policy)
-        offset, _ = tail_agrees(rows, cfg, name, policy, "rmf", "u")
+        growth, _ = doubly_exponential(rows, servers, name, policy)
+        offset, _ = tail_agrees(rows, servers, name, policy, "rmf", "u")
     except EmptyComparisonError:  # no level resolved yet: no length is promised
         return math.inf
     return length_to_decide([growth, offset])
@@ -184,11 +185,12 @@ def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
     finite-N offset from the mean field is the refined one; work conservation per run."""
     claims: list[Claim] = work_conservation(rows)
     rho = cfg["rho"]
-    for name in named_systems(cfg):
+    for name, spec in named_systems(cfg).items():
+        servers = type_servers(spec, cfg["N"])
         for policy in ("scheme1", "scheme2"):
             label = f"{name}, {POLICY_LABELS[policy]}"
             run = [f"{name}-{policy}"]
-            growth, gaussian = doubly_exponential(rows, cfg, name, policy)
+            growth, gaussian = doubly_exponential(rows, servers, name, policy)
             claims.append(
                 make_claim(
                     f"{label}: every type's stationary tail decays doubly exponentially — "
@@ -256,8 +258,8 @@ def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
                     ),
                 )
             )
-            offset, _ = tail_agrees(rows, cfg, name, policy, "rmf", "u")
-            near, dist = tail_agrees(rows, cfg, name, policy, "rmf", "u_neighbour")
+            offset, _ = tail_agrees(rows, servers, name, policy, "rmf", "u")
+            near, dist = tail_agrees(rows, servers, name, policy, "rmf", "u_neighbour")
             rho_near = _neighbour_load(rows, name, policy)
             steps = round(abs(rho_near - rho) / NEIGHBOUR)
             claims.append(

@@ -11,10 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from lbrepro.artifacts.hetero.configuration import named_systems
 from lbrepro.artifacts.registry import Rows
 from lbrepro.core.io import select
-from lbrepro.core.stats import bonferroni_factor
 from lbrepro.core.verdicts import (
     AGREEMENT,
     Component,
@@ -25,6 +23,7 @@ from lbrepro.core.verdicts import (
     decide,
     estimate,
     exact,
+    widening,
 )
 from lbrepro.judging.neighbours import nearest_distinct_load, neighbour_load
 from lbrepro.judging.tails import held
@@ -39,15 +38,16 @@ def gaussian_growth(n: int) -> float:
     return (2 * n + 3) / (2 * n + 1)
 
 
-def _servers(cfg: Mapping[str, Any], name: str, j: int) -> float:
-    """The number of type-j servers of a system at the simulated N."""
-    return named_systems(cfg)[name]["gamma"][j] * cfg["N"]
+def type_servers(spec: Mapping[str, Any], N: int) -> list[float]:
+    """The number of servers of each type of a system (its config ``spec``) at the simulated
+    N: what the tail checks below need of the configuration, per type j."""
+    return [g * N for g in spec["gamma"]]
 
 
-def resolved_levels(rows: Rows, cfg: Mapping[str, Any], name: str, policy: str, j: int) -> Rows:
+def resolved_levels(rows: Rows, servers: Sequence[float], name: str, policy: str, j: int) -> Rows:
     """Simulated levels k ≥ 1 the run resolves, contiguous from k = 1: held by enough servers
-    of the type (:func:`lbrepro.judging.tails.held`; at N = 1000 a u of 1e-6 gets a V/N larger
-    than itself) with a CI that excludes 0."""
+    of the type (``servers[j]``, :func:`type_servers`; :func:`lbrepro.judging.tails.held`; at
+    N = 1000 a u of 1e-6 gets a V/N larger than itself) with a CI that excludes 0."""
     sims = sorted(
         select(rows, method="sim", quantity="u", system=name, policy=policy, type=j),
         key=lambda r: r["k"],
@@ -58,7 +58,7 @@ def resolved_levels(rows: Rows, cfg: Mapping[str, Any], name: str, policy: str, 
             continue
         if r["ci_low"] is None or r["ci_low"] <= 0:
             break
-        if not held(r["value"], _servers(cfg, name, j)):
+        if not held(r["value"], servers[j]):
             break
         out.append(r)
     return out
@@ -69,7 +69,7 @@ def _types(rows: Rows, name: str, policy: str) -> list[int]:
 
 
 def growth_factors(
-    rows: Rows, cfg: Mapping[str, Any], name: str, policy: str
+    rows: Rows, servers: Sequence[float], name: str, policy: str
 ) -> tuple[list[tuple[str, int, float, float]], list[str], list[Any]]:
     """Per judged type and step n: the growth factor f_n = r_{n+1}/r_n of the simulated
     log-ratios r_n = log(u_{n+1}/u_n) (u_0 = 1 exactly) and its 95% half-width (unwidened).
@@ -81,7 +81,7 @@ def growth_factors(
     """
     out, skipped, ests = [], [], []
     for j in _types(rows, name, policy):
-        levels = resolved_levels(rows, cfg, name, policy, j)
+        levels = resolved_levels(rows, servers, name, policy, j)
         logs, halves = [0.0], [0.0]
         for r in levels:
             lo, hi = math.log(r["ci_low"]), math.log(r["ci_high"])
@@ -101,19 +101,13 @@ def growth_factors(
     return out, skipped, ests
 
 
-def _widen(ests: list[Any], m: int) -> float:
-    """Bonferroni widening over m components (Student t with the fewest batches)."""
-    dofs = [e.batches for e in ests if e.batches and e.batches >= 2]
-    return bonferroni_factor(min(dofs), m) if m > 1 and dofs else 1.0
-
-
 def doubly_exponential(
-    rows: Rows, cfg: Mapping[str, Any], name: str, policy: str
+    rows: Rows, servers: Sequence[float], name: str, policy: str
 ) -> tuple[Verdict, Verdict]:
     """The claim (every judged step's growth factor > GROWTH_FLOOR) and its near miss (the
     factors agree with a Gaussian tail's (2n+3)/(2n+1), within half their distance to the
     floor, at every step n ≥ 1 where that factor is below the floor)."""
-    steps, skipped, ests = growth_factors(rows, cfg, name, policy)
+    steps, skipped, ests = growth_factors(rows, servers, name, policy)
     note = "; not judged (< 3 resolved levels): " + ", ".join(skipped) if skipped else ""
     expected = f"every step's log-ratio growth factor > {GROWTH_FLOOR:g} (types with ≥ 2 steps)"
     if not steps:
@@ -129,7 +123,7 @@ def doubly_exponential(
         ]
         v = decide(unresolved, expected=expected, tolerance="—", details=note.lstrip("; "))
         return v, v
-    w = _widen(ests, len(steps))
+    w = widening(ests, len(steps))
     comps = [Component(lab, f, w * h, GROWTH_FLOOR, "above") for lab, _, f, h in steps]
     claim = decide(
         comps,
@@ -143,7 +137,7 @@ def doubly_exponential(
     if not near:
         near_comps = [Component("no step n ≥ 1", 0.0, math.inf, 0.0, resolved=False)]
     else:
-        wn = _widen(ests, 2 * len(near))
+        wn = widening(ests, 2 * len(near))
         near_comps = []
         for lab, n, f, h in near:
             g = gaussian_growth(n)
@@ -220,7 +214,7 @@ def control_load(
 
 
 def tail_agrees(
-    rows: Rows, cfg: Mapping[str, Any], name: str, policy: str, method: str, quantity: str
+    rows: Rows, servers: Sequence[float], name: str, policy: str, method: str, quantity: str
 ) -> tuple[Verdict, list[float]]:
     """The simulated u⁽ʲ⁾_k against a prediction at every resolved level (equivalence), and
     the prediction's distance in margins from the claim's (``method`` ``u`` rows) per level."""
@@ -234,9 +228,9 @@ def tail_agrees(
             }
             for q in (quantity, "u")
         )
-        for r in resolved_levels(rows, cfg, name, policy, j):
+        for r in resolved_levels(rows, servers, name, policy, j):
             if r["k"] in mine:
-                m = tail_margin(claim[r["k"]], _servers(cfg, name, j))
+                m = tail_margin(claim[r["k"]], servers[j])
                 ests.append(estimate(r))
                 refs.append(mine[r["k"]])
                 margins.append(m)

@@ -25,6 +25,7 @@ from lbrepro.artifacts.supermarket.simulation import (
 from lbrepro.core.claims import Claim, make_claim
 from lbrepro.core.ids import add_point, num
 from lbrepro.core.io import select
+from lbrepro.core.rows import pm, pm_text
 from lbrepro.core.stats import Estimate
 from lbrepro.core.verdicts import (
     AGREEMENT,
@@ -144,7 +145,7 @@ def order_verdict(
             Component("exponent (δ > −½)", s, hw, order - ORDER_MARGIN, "above"),
             Component("exponent (δ < ½)", s, hw, order + ORDER_MARGIN, "below"),
         ],
-        expected=f"exponent {order} ± {ORDER_MARGIN}",
+        expected=f"exponent {pm(order, ORDER_MARGIN, '', '')}",
         tolerance=f"95% CI [{s - hw:.3f}, {s + hw:.3f}] (se {se:.2g})",
         margin=ORDER_MARGIN,
         details=detail,
@@ -186,13 +187,19 @@ def _exponent_fit(rows: Rows, rho: float, d: int, method: str) -> tuple[float, f
         raise
     except (RuntimeError, ValueError) as err:
         return f"fit failed: {err}"
-    return s, se, f"weighted fit c·N^(−s) to sim − {method}: c = {c:.3g}, s = {s:.3f} ± {se:.3f}"
+    return (
+        s,
+        se,
+        f"weighted fit c·N^(−s) to sim − {method}: c = {c:.3g}, s = {pm(s, se, '.3f', '.3f')}",
+    )
 
 
 def _error_listing(rows: Rows, rho: float, d: int, method: str) -> str:
     """The errors sim − method with their CIs at every N, as one line of claim details."""
     errs = _errors_along_n(rows, rho, d, method)
-    return f"sim − {method} (±95%): " + ", ".join(f"N={N}: {e:+.2e}±{h:.1e}" for N, e, h in errs)
+    return f"sim − {method} (±95%): " + ", ".join(
+        f"N={N}: {pm(e, h, '+.2e', '.1e', 'tight')}" for N, e, h in errs
+    )
 
 
 def _sims(rows: Rows, rho: float, d: int) -> list[Estimate]:
@@ -377,13 +384,12 @@ def summary(rows: Rows) -> Rows:
         key = {"rho": s["rho"], "d": s["d"], "N": s["N"]}
         mf = select(rows, method="mf", quantity="mean_jobs", **key)[0]["value"]
         rmf = select(rows, method="rmf", quantity="mean_jobs", **key)[0]["value"]
-        half = (s["ci_high"] - s["ci_low"]) / 2
         out.append(
             {
                 "ρ": s["rho"],
                 "d": s["d"],
                 "N": s["N"],
-                "simulation": f"{s['value']:.5f} ± {half:.1e}",
+                "simulation": pm_text(s, ".5f", ".1e"),
                 "mean field": f"{mf:.5f}",
                 "refined MF": f"{rmf:.5f}",
                 "sim − MF": f"{s['value'] - mf:+.2e}",

@@ -27,7 +27,7 @@ from lbrepro.core.args import check_warmup
 from lbrepro.core.claims import Claim, diagnostic, make_claim
 from lbrepro.core.ids import add_point, num
 from lbrepro.core.io import select
-from lbrepro.core.rows import estimate_row, interval_text
+from lbrepro.core.rows import estimate_row, interval_text, pm
 from lbrepro.core.stats import Estimate
 from lbrepro.core.verdicts import (
     AGREEMENT,
@@ -214,7 +214,7 @@ def _limit_verdict(
         "rho_neighbour": near[0]["rho_neighbour"],
         "far": max(abs(alt_u[k] - ref[k]) / m for k, m in zip(ks, margins, strict=True)),
         "offsets": ", ".join(
-            f"u_{k}: sim − cf = {sim[k].mean - cf[k]:+.2e} ± {sim[k].half_width:.1e} vs "
+            f"u_{k}: sim − cf = {pm(sim[k].mean - cf[k], sim[k].half_width, '+.2e', '.1e')} vs "
             f"V_k/N = {rmf[k] - mf[k]:+.2e}"
             for k in ks
         ),

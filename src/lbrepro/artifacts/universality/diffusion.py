@@ -35,7 +35,7 @@ from lbrepro.core.claims import Claim, diagnostic, make_claim
 from lbrepro.core.errors import ConfigError
 from lbrepro.core.ids import add_point
 from lbrepro.core.io import select
-from lbrepro.core.rows import estimate_row, pm_text
+from lbrepro.core.rows import estimate_row, pm, pm_text
 from lbrepro.core.stats import Estimate
 from lbrepro.core.verdicts import AGREEMENT, EmptyComparisonError, Verdict, agrees, estimate
 from lbrepro.models import universality as model
@@ -335,8 +335,9 @@ def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
                 distance=f"{_NEAR:g} margins ({abs(shift):.3g}) from E[X₂]",
                 details=(
                     f"d(N) = {ds} for N = {', '.join(f'{N:g}' for N in Ns)}; "
-                    f"d(N)/(√N log N) = {ratio}; SDE E[X₂] = {sde.mean:.4f} ± "
-                    f"{sde.half_width:.2g}; margin {_AGREE:.0%} of E[X₂], the finite-N "
+                    f"d(N)/(√N log N) = {ratio}; "
+                    f"SDE E[X₂] = {pm(sde.mean, sde.half_width, '.4f', '.2g')}; "
+                    f"margin {_AGREE:.0%} of E[X₂], the finite-N "
                     "remainder included"
                 ),
                 runs=[*_runs(rows, family, [top]), "sde"],

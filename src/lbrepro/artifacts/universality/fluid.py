@@ -36,6 +36,7 @@ from lbrepro.core.claims import Claim, diagnostic, make_claim
 from lbrepro.core.errors import ConfigError
 from lbrepro.core.ids import add_point
 from lbrepro.core.io import select
+from lbrepro.core.rows import pm_text
 from lbrepro.core.verdicts import (
     AGREEMENT,
     UNDECIDED,
@@ -389,13 +390,12 @@ def summary(rows: Rows) -> Rows:
         select(rows, method="sim", quantity="q2"), key=lambda r: (str(r["family"]), r["N"])
     ):
         mf = of_family(rows, r["family"], method="mf", quantity="q2", N=r["N"])[0]["value"]
-        half = (r["ci_high"] - r["ci_low"]) / 2
         out.append(
             {
                 "d(N)": model.family_label(str(r["family"])),
                 "N": r["N"],
                 "d": r["d"],
-                "q₂ simulation": f"{r['value']:.4g} ± {half:.1g}",
+                "q₂ simulation": pm_text(r, ".4g", ".1g"),
                 "q₂ mean field": f"{mf:.4g}",
             }
         )
