@@ -352,3 +352,43 @@ def test_a_simulated_zero_on_a_log_axis_is_left_out_and_noted(aid, figures, tabl
             )
     finally:
         plt.close(fig)
+
+
+# ------------------------------------------------------------------------ the helpers
+def test_a_label_longer_than_its_panel_is_wrapped_onto_the_canvas() -> None:
+    import matplotlib.pyplot as plt
+
+    from lbrepro.plotting.style import new_figure
+
+    fig, axes = new_figure(1, 2, width=6.0, height=2.5)
+    long = "a y label naming a quantity and its unit at some length (mean service times)"
+    axes[0][0].set(ylabel=long, title="a title " * 8, xlabel="x (jobs)")
+    axes[0][1].set(ylabel="$\\mathdefault{u_k}$ (log scale)")
+    fig.canvas.draw()
+    assert not [t.get_text() for t in drawn_texts(fig) if not fits(fig, t)]
+    assert "\n" in axes[0][0].get_ylabel() and " ".join(axes[0][0].get_ylabel().split()) == long
+    assert axes[0][1].get_ylabel() == "$\\mathdefault{u_k}$ (log scale)"  # fits: unchanged
+    plt.close(fig)
+
+
+def fits(fig: Any, text: Any) -> bool:
+    box = text.get_window_extent(fig.canvas.get_renderer())
+    canvas = fig.bbox.padded(0.5)
+    return canvas.contains(box.x0, box.y0) and canvas.contains(box.x1, box.y1)
+
+
+def test_a_zero_on_a_log_axis_is_left_out_and_counted_in_the_legend() -> None:
+    import matplotlib.pyplot as plt
+
+    from lbrepro.plotting.style import new_figure
+
+    fig, axes = new_figure()
+    ax = axes[0][0]
+    ax.set_yscale("log")
+    s = intervals.simulated(ax, [1, 2, 3, 4], [0.5, 0.0, 0.01, 0.0], [0.4, 0.0, 0.005, 0.0],
+                            [0.6, 0.003, 0.02, 0.001], label="sim")  # fmt: skip
+    leg = intervals.legend(ax)
+    assert list(s.points.get_xdata()) == [1, 3] and s.bare is None
+    assert [t.get_text() for t in leg.get_texts()] == ["sim", intervals.zero_label(2)]
+    assert intervals.zero_label(1) == "1 simulated value of 0 not drawn (log scale)"
+    plt.close(fig)

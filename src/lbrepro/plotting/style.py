@@ -92,6 +92,8 @@ def _fitting_figure_class() -> type:
             fit_text(self, renderer)
             super().draw(renderer)
 
+    FittingFigure.__qualname__ = "FittingFigure"  # picklable, as a figure of this module
+    globals()["FittingFigure"] = FittingFigure
     return FittingFigure
 
 
