@@ -17,6 +17,7 @@ the default config's structure with small workloads) and read back as matplotlib
 
 from __future__ import annotations
 
+import io
 import math
 from typing import Any
 
@@ -26,7 +27,10 @@ from matplotlib.colors import to_rgba
 from matplotlib.lines import Line2D
 from matplotlib.text import Text
 
+from lbrepro.artifacts import registry
+from lbrepro.pipeline import artifact_config
 from lbrepro.plotting import intervals
+from lbrepro.plotting.style import RC
 from test_figures import FIGURES, config, draw, figures, legends, tables  # noqa: F401
 
 #: Map applied to a table value before it is compared with a plotted y.
@@ -173,17 +177,36 @@ def drawn_texts(fig: Any) -> list[Any]:
     ]
 
 
-@pytest.mark.parametrize("aid", FIGURES)
-def test_every_text_lies_inside_the_canvas(aid, figures) -> None:  # noqa: F811
-    fig = figures[aid]
-    renderer = fig.canvas.get_renderer()
+def texts_outside(fig: Any, renderer: Any = None) -> list[tuple[str, list[int]]]:
+    renderer = renderer or fig.canvas.get_renderer()
     canvas = fig.bbox.padded(0.5)  # half a pixel of rounding
     outside = []
     for text in drawn_texts(fig):
         box = text.get_window_extent(renderer)
         if not (canvas.contains(box.x0, box.y0) and canvas.contains(box.x1, box.y1)):
             outside.append((text.get_text(), [round(v) for v in box.extents]))
-    assert not outside, f"{aid}: text outside the canvas {fig.bbox.extents}: {outside}"
+    return outside
+
+
+@pytest.mark.parametrize("aid", FIGURES)
+def test_every_text_lies_inside_the_canvas(aid, figures, tables, config) -> None:  # noqa: F811
+    """As drawn on the canvas, and as saved (a figure at ``figure.dpi`` saved once at
+    ``savefig.dpi``, as lbrepro.plotting.style.save_figure does: the layout and the wrapping
+    of long text happen within that one draw)."""
+    import matplotlib.pyplot as plt
+
+    fig = figures[aid]
+    assert not texts_outside(fig), f"{aid}: text outside the canvas: {texts_outside(fig)}"
+    saved = registry.get(aid).plot(tables[aid], artifact_config(config, aid))
+    found: list[Any] = []  # measured as the save draws, at its dpi (a later draw lays out anew)
+    saved.canvas.mpl_connect("draw_event", lambda e: found.append(texts_outside(saved, e.renderer)))
+    try:
+        with plt.rc_context(RC):
+            saved.savefig(io.BytesIO(), format="png")
+        assert found, f"{aid}: saving drew nothing"
+        assert not any(found), f"{aid}: saved, text outside the canvas: {found}"
+    finally:
+        plt.close(saved)
 
 
 # ------------------------------------------------------------------------ legends

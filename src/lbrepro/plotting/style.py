@@ -131,8 +131,18 @@ def fit_text(fig: Any, renderer: Any = None) -> None:
     if renderer is None:
         renderer = fig.canvas.get_renderer()
     engine = fig.get_layout_engine()
-    if engine is not None:
+    for _ in range(2):  # constrained layout settles in two passes from a fresh figure
+        if engine is not None:
+            engine.execute(fig)
+        if not _wrap_long_text(fig, renderer):
+            return
+    if engine is not None:  # once more: the draw lays out the wrapped text from here
         engine.execute(fig)
+
+
+def _wrap_long_text(fig: Any, renderer: Any) -> bool:
+    """One pass of :func:`fit_text` at the panels' present size: whether it wrapped a text."""
+    wrapped = False
     for ax in fig.axes:
         if not ax.get_visible() or not ax.axison:
             continue
@@ -151,9 +161,13 @@ def fit_text(fig: Any, renderer: Any = None) -> None:
                 chars = -(-len(content) // lines)  # the shortest lines that make no more lines
                 while _wrap(content, chars).count("\n") >= lines:
                     chars += 1
+                if _wrap(content, chars) == text.get_text():
+                    continue
                 text.set_text(_wrap(content, chars))
+                wrapped = True
                 if _length(text, renderer, ax) <= room:
                     break
+    return wrapped
 
 
 def _length(text: Any, renderer: Any, ax: Any) -> float:
