@@ -51,6 +51,12 @@ UNCONVERGED_LABEL = "open: run not converged (no CI)"
 BARE_BOTH_LABEL = "open: no CI (run too short or not converged)"
 
 
+def zero_label(n: int) -> str:
+    """The note :func:`legend` adds when :func:`simulated` left out ``n`` values of 0 (or
+    below) on a log axis: they are not drawn at the axis' floor as if measured there."""
+    return f"{n} simulated value{'s' if n != 1 else ''} of 0 not drawn (log scale)"
+
+
 @dataclass(frozen=True)
 class SimSeries:
     """What :func:`simulated` drew: the points with an interval, the interval, the rest."""
@@ -96,16 +102,16 @@ def simulated(
 
     ``band=True`` shades the interval (for dense ``x``, where bars would merge); isolated
     resolved points of a band still get bars. ``ls`` joins the points (default: none). Points
-    with a non-finite ``x`` or ``y`` are not drawn (nor, on a log axis, a ``y`` ≤ 0: the caller
-    says elsewhere what it left out). Points whose interval is not finite are drawn as open
-    markers without a bar. ``converged`` holds the rows' flags, one a point (for a point derived
-    from several rows, False where any of theirs is): where one is False
-    (:func:`not_converged`) the point's interval is a run's untrusted fallback, and the point is
-    drawn like one without an interval — an open marker, no bar, no caret; None entries (exact
-    rows, no flag) and ``converged=None`` change nothing. Ends beyond ``clip = (bottom, top)``
-    (infinite ones included) are drawn to it and end in a caret, as are, on a log y axis (set
-    the scale first), lower ends ≤ 0: down to ``bottom``, or without ``clip`` to a tenth of the
-    point.
+    with a non-finite ``x`` or ``y`` are not drawn, nor, on a log axis, a ``y`` ≤ 0 (never
+    pinned to the axis' floor as if measured there): :func:`legend` notes how many it left out.
+    Points whose interval is not finite are drawn as open markers without a bar. ``converged``
+    holds the rows' flags, one a point (for a point derived from several rows, False where any
+    of theirs is): where one is False (:func:`not_converged`) the point's interval is a run's
+    untrusted fallback, and the point is drawn like one without an interval — an open marker,
+    no bar, no caret; None entries (exact rows, no flag) and ``converged=None`` change nothing.
+    Ends beyond ``clip = (bottom, top)`` (infinite ones included) are drawn to it and end in a
+    caret, as are, on a log y axis (set the scale first), lower ends ≤ 0: down to ``bottom``,
+    or without ``clip`` to a tenth of the point.
     """
     x_ = _floats(x, len(x))
     y_ = _floats(y, len(x))
@@ -122,6 +128,9 @@ def simulated(
     hi[untrusted] = np.nan
     log = ax.get_yscale() == "log"
     shown = np.isfinite(x_) & np.isfinite(y_) & ((y_ > 0) if log else True)
+    if log:  # a 0 has no place on a log axis: left out, and counted for the legend's note
+        zeros = int((np.isfinite(x_) & np.isfinite(y_) & (y_ <= 0)).sum())
+        ax.figure._lbrepro_zeros = getattr(ax.figure, "_lbrepro_zeros", 0) + zeros
     x_, y_, lo, hi = x_[shown], y_[shown], lo[shown], hi[shown]
     untrusted = untrusted[shown]
     index = _next_index(ax.figure)
@@ -277,12 +286,12 @@ def _has_bare(fig: Any) -> bool:
     )
 
 
-def sim_handle(label: str = "simulation (95% CI)", color: Any = "k") -> Any:
+def sim_handle(label: str = "simulation (95% CI)", color: Any = "k", marker: str = "o") -> Any:
     """A legend handle for simulated points (hollow marker, as :func:`simulated` draws)."""
     from matplotlib.lines import Line2D
 
-    return Line2D([], [], ls="none", marker="o", ms=MARKER_SIZE, mfc="none", mec=color,
-                  label=label)  # fmt: skip
+    return Line2D([], [], ls="none", marker=marker, ms=MARKER_SIZE, mfc="none", mec=color,
+                  color=color, label=label)  # fmt: skip
 
 
 def bare_label(fig: Any) -> str:
@@ -301,6 +310,15 @@ def bare_handle() -> Any:
     return Line2D([], [], ls="none", marker="o", ms=MARKER_SIZE + 1.5, mfc="white", mec="k")
 
 
+def note_handle() -> Any:
+    """A legend handle that draws nothing: its entry is a note, standing for no artist."""
+    from matplotlib.lines import Line2D
+
+    handle = Line2D([], [], ls="none", marker="")
+    handle.lbrepro_note = True
+    return handle
+
+
 def legend(
     target: Any,
     handles: Sequence[Any] | None = None,
@@ -317,7 +335,8 @@ def legend(
     all panels, ``"right"``: right of them; in fewer than ``ncols`` columns when that is
     what fits the figure's width); constrained layout makes room. When
     the figure has points without an interval, an entry explaining the open marker (no finite
-    interval, or a run not converged: :func:`bare_label`) is added.
+    interval, or a run not converged: :func:`bare_label`) is added, and when simulated values
+    of 0 were left out of a log axis, a note saying how many (:func:`zero_label`).
     """
     from matplotlib.figure import FigureBase
 
@@ -339,6 +358,11 @@ def legend(
         fig._lbrepro_bare_explained = True
         handles.append(bare_handle())
         labels.append(bare_label(fig))
+    zeros = getattr(fig, "_lbrepro_zeros", 0)
+    if zeros and not getattr(fig, "_lbrepro_zeros_noted", False):
+        fig._lbrepro_zeros_noted = True
+        handles.append(note_handle())
+        labels.append(zero_label(zeros))
     kw: dict[str, Any] = {"ncols": ncols, "title": title}
     if fontsize is not None:
         kw["fontsize"] = fontsize

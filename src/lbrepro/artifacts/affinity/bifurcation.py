@@ -187,12 +187,16 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Figure:
                     color=color(c),
                     mfc=mfc,
                     ms=3,
-                    label=f"{kind} ({'stable' if stable else 'unstable'})",
+                    label=f"{kind} ({'stable' if stable else 'unstable'})" if pts else None,
                 )
         ax.set(xlabel=xlabel, ylabel="idle fraction u at the fixed point")
     axes[0][0].set_title(f"Fixed points vs d1, λ = {cfg['lam']}")
     axes[0][1].set_title(f"Fixed points vs λ, d1 = {cfg['d1']}")
-    legend(axes[0][0])
+    drawn: dict[str, Any] = {}  # either panel's kinds, once each
+    for ax in axes[0]:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            drawn.setdefault(label, handle)
+    legend(axes[0][0], list(drawn.values()), list(drawn))
     return fig
 
 

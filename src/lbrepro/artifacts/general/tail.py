@@ -56,7 +56,7 @@ from lbrepro.meanfield.closed_forms import doubly_exponential_exponent
 from lbrepro.models import general as model
 from lbrepro.models import service
 from lbrepro.plotting.intervals import legend, loglog_interval, sim_handle, simulated
-from lbrepro.plotting.style import METHOD_STYLE, color, new_figure
+from lbrepro.plotting.style import METHOD_STYLE, color, derived, new_figure
 from lbrepro.sim.runlength import event_budget
 
 #: The published Π_2, Π_3 the fixed-point claim compares (its control: at the neighbouring load).
@@ -317,16 +317,17 @@ def plot(rows: Rows, cfg: Mapping[str, Any]):
         if dist.family == "lomax":
             tag += " (β > d/(d−1))" if power_tail_index(dist) > beta_star else " (β < d/(d−1))"
         pos = [r for r in sim if r["value"] > 0 and r["k"] >= 1]
+        tail = [r for r in sim if r["k"] >= 1]  # a u_k of 0 is left out of the log axis, noted
         simulated(
             ax,
-            [r["k"] for r in pos],
-            [r["value"] for r in pos],
-            [r.get("ci_low") for r in pos],
-            [r.get("ci_high") for r in pos],
+            [r["k"] for r in tail],
+            [r["value"] for r in tail],
+            [r.get("ci_low") for r in tail],
+            [r.get("ci_high") for r in tail],
             color=c,
             label=tag,
             clip=(TAIL_FLOOR, 1.5),
-            converged=[r.get("converged") for r in pos],
+            converged=[r.get("converged") for r in tail],
         )
         cfp = [r for r in cf if r["value"] > 1e-12 and r["k"] >= 1]
         ax.plot([r["k"] for r in cfp], [r["value"] for r in cfp], color=c, lw=0.9,
@@ -354,7 +355,7 @@ def plot(rows: Rows, cfg: Mapping[str, Any]):
                   clip=(bottom, top), converged=flags)  # fmt: skip
     ks = np.arange(1, cfg["kmax"] + 1)
     guide = math.log(-math.log(rho)) + (ks - 1) * math.log(d)
-    ax_ll.plot(
+    (guide_line,) = ax_ll.plot(
         ks[guide <= top],
         guide[guide <= top],
         color="0.4",
@@ -362,6 +363,7 @@ def plot(rows: Rows, cfg: Mapping[str, Any]):
         lw=0.8,
         label="slope log d (doubly exponential)",
     )
+    derived("guide", guide_line)
     ax.set(
         xlabel="k (jobs)",
         ylabel="u_k (log scale)",

@@ -38,7 +38,7 @@ from lbrepro.core.verdicts import (
     slope_in,
 )
 from lbrepro.plotting.intervals import abs_interval, legend, simulated
-from lbrepro.plotting.style import color, new_figure
+from lbrepro.plotting.style import color, derived, new_figure
 
 
 def validate(cfg: Mapping[str, Any]) -> None:
@@ -218,7 +218,9 @@ def plot(rows: Rows, cfg: Mapping[str, Any]):
                 converged=[r.get("converged") for r in pts],
             )
         Ns = np.array(sorted(cfg["N"]), dtype=float)
-        ax.plot(Ns, Ns[0] / Ns * 0.1, color="0.5", ls="-.", lw=0.8, label="∝ 1/N")
+        derived(
+            "guide", *ax.plot(Ns, Ns[0] / Ns * 0.1, color="0.5", ls="-.", lw=0.8, label="∝ 1/N")
+        )
         ax.set(
             xscale="log",
             yscale="log",

@@ -440,7 +440,7 @@ def _plot_stability_sim(ax: Any, rows: Rows, cfg: Mapping[str, Any]) -> None:
                 (
                     r
                     for r in select(rows, quantity="mean_jobs", system=name, side=side)
-                    if r["value"]
+                    if r["value"] is not None  # a 0 is left out of the log axis by simulated
                 ),
                 key=lambda r: r["horizon"],
             )

@@ -41,7 +41,7 @@ from lbrepro.judging.neighbours import NEIGHBOUR
 from lbrepro.judging.tails import TAIL_SERVERS
 from lbrepro.models import hetero as model
 from lbrepro.plotting.intervals import legend, simulated
-from lbrepro.plotting.style import METHOD_STYLE, color, new_figure
+from lbrepro.plotting.style import METHOD_STYLE, color, derived, new_figure
 from lbrepro.sim.occupancy import OccupancySimResult
 
 
@@ -333,7 +333,7 @@ def plot(rows: Rows, cfg: Mapping[str, Any]):
                 sim = [
                     r
                     for r in select(rows, method="sim", system=name, policy=policy, type=j)
-                    if r["value"] > 0
+                    if r["value"] is not None  # a 0 is left out of the log axis, and noted
                 ]
                 simulated(
                     ax,
@@ -349,7 +349,10 @@ def plot(rows: Rows, cfg: Mapping[str, Any]):
             # For comparison, the geometric tail ρ^n of random routing ∝ capacity (exact: every
             # server is an M/M/1 queue at load ρ).
             ns = np.arange(cfg["kmax"] + 1)
-            ax.plot(ns, cfg["rho"] ** ns, color="0.55", ls=":")
+            derived(
+                "random routing's exact geometric tail ρⁿ",
+                *ax.plot(ns, cfg["rho"] ** ns, color="0.55", ls=":"),
+            )
             ax.set(
                 xlabel="n (jobs)",
                 ylabel="u⁽ʲ⁾ₙ (log scale)",

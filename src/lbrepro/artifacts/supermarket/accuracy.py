@@ -40,7 +40,7 @@ from lbrepro.core.verdicts import (
 )
 from lbrepro.models import supermarket as model
 from lbrepro.plotting.intervals import legend, simulated
-from lbrepro.plotting.style import METHOD_STYLE, color, new_figure
+from lbrepro.plotting.style import METHOD_STYLE, color, derived, new_figure
 
 
 def validate(cfg: Mapping[str, Any]) -> None:
@@ -327,20 +327,24 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Any:
             converged=[r.get("converged") for r in sim],
         )
         ax_val.axhline(mf, color=c, **METHOD_STYLE["mf"] | {"label": None})
-        ax_val.plot(Ngrid, mf + coef / Ngrid, color=c, **METHOD_STYLE["rmf"] | {"label": None})
+        (rmf_line,) = ax_val.plot(
+            Ngrid, mf + coef / Ngrid, color=c, **METHOD_STYLE["rmf"] | {"label": None}
+        )
+        derived("refined mean field mf + V/N over N, from mean_jobs and rmf_coefficient", rmf_line)
         for method, marker in (("mf", "o"), ("rmf", "s")):
             errs = _errors_along_n(rows, rho, d, method)
             ls = "--" if method == "mf" else ":"
-            ax_err.plot(
+            (join,) = ax_err.plot(
                 [N for N, _, _ in errs],
                 [max(abs(e), h) for _, e, h in errs],
                 color=c,
                 ls=ls,
                 lw=0.8,
             )
+            derived(f"max(|sim − {method}|, CI half-width) of mean_jobs", join)
             # |error| with the simulation's CI; where it holds 0 (unresolved) the bar runs off
             # the log axis to a caret. The line joins max(|error|, half-width).
-            simulated(
+            errors = simulated(
                 ax_err,
                 [N for N, _, _ in errs],
                 [abs(e) for _, e, _ in errs],
@@ -350,9 +354,15 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Any:
                 marker=marker,
                 converged=[r.get("converged") for r in sim],  # errs run over sim, by N
             )
+            derived(f"|sim − {method}| of mean_jobs", errors)
     n0 = min(cfg["N"])
-    ax_err.plot(Ngrid, 1.0 * n0 / Ngrid, color="0.5", lw=0.8, ls="-.", label="∝ 1/N")
-    ax_err.plot(Ngrid, 0.1 * (n0 / Ngrid) ** 2, color="0.5", lw=0.8, ls=(0, (1, 3)), label="∝ 1/N²")
+    derived(
+        "guide",
+        *ax_err.plot(Ngrid, 1.0 * n0 / Ngrid, color="0.5", lw=0.8, ls="-.", label="∝ 1/N"),
+        *ax_err.plot(
+            Ngrid, 0.1 * (n0 / Ngrid) ** 2, color="0.5", lw=0.8, ls=(0, (1, 3)), label="∝ 1/N²"
+        ),
+    )
     ax_err.plot([], [], color="k", marker="o", mfc="none", ls="--", label="|sim − mean field|")
     ax_err.plot([], [], color="k", marker="s", mfc="none", ls=":", label="|sim − refined MF|")
     ax_err.plot([], [], color="k", marker="v", ls="none", label="CI reaches 0 (unresolved)")

@@ -358,15 +358,15 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Any:
                 **METHOD_STYLE["mf"] | {"label": None},
             )
             pos = [r for r in sim if r["value"] > 0]
-            simulated(
+            simulated(  # a u_k of 0 is left out of the log axis, and noted in the legend
                 ax_tail,
-                [r["k"] for r in pos],
-                [r["value"] for r in pos],
-                [r.get("ci_low") for r in pos],
-                [r.get("ci_high") for r in pos],
+                [r["k"] for r in sim],
+                [r["value"] for r in sim],
+                [r.get("ci_low") for r in sim],
+                [r.get("ci_high") for r in sim],
                 color=c,
                 clip=(1e-7, 1.5),
-                converged=[r.get("converged") for r in pos],
+                converged=[r.get("converged") for r in sim],
             )
             rmf = [
                 r for r in select(rows, method="rmf", quantity="u", rho=rho, d=d) if r["k"] in ks

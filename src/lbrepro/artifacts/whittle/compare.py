@@ -40,7 +40,7 @@ from lbrepro.core.verdicts import (
 )
 from lbrepro.models import whittle_policies as pol
 from lbrepro.plotting.intervals import legend, sim_handle, simulated
-from lbrepro.plotting.style import color, new_figure
+from lbrepro.plotting.style import color, derived, new_figure
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure  # annotations only: compute jobs skip matplotlib
@@ -143,7 +143,7 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Figure:
                         if x["policy"] == "optimal"
                     }
                     ax.set_yscale("symlog", linthresh=0.1)
-                    simulated(
+                    gaps = simulated(
                         ax,
                         [s["p"] for s in sims],
                         *(
@@ -153,6 +153,7 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Figure:
                         color=color(k),
                         converged=[s.get("converged") for s in sims],
                     )
+                    derived("gap of the simulated cost to the RVI optimum's, %", gaps)
             ax.axhline(0.0, color="k", lw=0.8, label="optimal (RVI)")
             ax.set(
                 xlabel="p (arrival probability per slot)",
