@@ -389,6 +389,7 @@ FILE_CASES = [
     ("off-boolean", b"simulation:\n  replace: off\n", "as a boolean"),
     # size, depth, aliases, giant numbers
     ("deep-flow", b"seed: " + b"[" * 5000 + b"]" * 5000 + b"\n", "nested more than"),
+    ("deep-flow-100000", b"[" * 100_000, "nested more than"),  # issue 34, round 4
     (
         "deep-block",
         "".join(f"{' ' * i}k{i}:\n" for i in range(200)).encode() + b" " * 200 + b"v: 1\n",
@@ -657,6 +658,7 @@ def test_table_is_large_enough() -> None:
         + len(ACCEPTED_FILES)
         + len(SHORT_RUNS)
         + len(STREAM_CASES)
+        + len(CONFIG_STREAMS)
     )
     assert total >= 150, total
 
@@ -727,31 +729,76 @@ def test_plain_config_files_still_load(
     assert load_config(path) == want
 
 
-def test_validate_of_a_never_ending_pipe_stops(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """`lbrepro validate <(yes 'a: 1')` reads a bounded prefix, then refuses."""
+#: issue 34, round 4 — config files that are not files: refused for what they are before a
+#: byte is read (a FIFO without a writer blocked the opening for ever; a pipe or /dev/zero
+#: was read up to the size limit), as ``lbrepro validate FILE`` and ``--configfile FILE``.
+CONFIG_STREAMS = ["fifo-no-writer", "fifo-endless-writer", "dev-zero", "link-to-dev-zero",
+                  "directory"]  # fmt: skip
+
+
+def _config_stream(tmp: Path, case: str) -> tuple[Path, Callable[[], None]]:
+    """The path of a config stream of kind ``case`` and what releases it after the test."""
     import os
     import threading
 
-    fifo = tmp_path / "fifo"
-    os.mkfifo(fifo)
+    path = tmp / "config.yaml"
+    if case.startswith("fifo"):
+        os.mkfifo(path)
+    if case == "fifo-endless-writer":
 
-    def write_forever() -> None:
-        try:
-            with open(fifo, "wb") as fh:
-                while True:
-                    fh.write(b"a: 1\n" * 4096)
-        except (BrokenPipeError, OSError):
-            pass
+        def write_forever() -> None:
+            try:
+                with open(path, "wb") as fh:
+                    while True:
+                        fh.write(b"a: 1\n" * 4096)
+            except OSError:
+                pass
 
-    writer = threading.Thread(target=write_forever, daemon=True)
-    writer.start()
-    assert cli.main(["validate", str(fifo)]) == 2
+        writer = threading.Thread(target=write_forever, daemon=True)
+        writer.start()
+
+        def release() -> None:  # a reader that opens and leaves ends the writer
+            for _ in range(100):
+                if not writer.is_alive():
+                    return
+                os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK))
+                writer.join(timeout=0.1)
+            raise AssertionError("the writer never ended")
+
+        return path, release
+    if case == "dev-zero":
+        return Path("/dev/zero"), lambda: None
+    if case == "link-to-dev-zero":
+        path.symlink_to("/dev/zero")
+    if case == "directory":
+        path.mkdir()
+    return path, lambda: None
+
+
+@pytest.mark.parametrize("flag", [[], ["--configfile"]], ids=["positional", "--configfile"])
+@pytest.mark.parametrize("case", CONFIG_STREAMS)
+def test_validate_reads_regular_files_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str, flag: list[str]
+) -> None:
+    """`lbrepro validate <(yes 'a: 1')`, a FIFO nobody writes, /dev/zero: one line naming the
+    file, exit 2, within seconds — never a read (or an open) that does not end."""
+    path, release = _config_stream(tmp_path, case)
+
+    def hung(*_: Any) -> None:
+        raise TimeoutError("lbrepro validate hung on a config stream")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(30)
+    try:
+        code = cli.main(["validate", *flag, str(path)])
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+        release()
     err = capsys.readouterr().err
-    assert "larger than" in err and err.count("\n") == 1, err
-    writer.join(timeout=10)
-    assert not writer.is_alive()
+    assert code == 2, err
+    assert err.startswith("lbrepro: error: ") and err.count("\n") == 1, err
+    assert str(path) in err and "not a regular file" in err, err
 
 
 @pytest.mark.parametrize(
@@ -1402,3 +1449,83 @@ def test_list_has_a_header_and_the_papers_names(capsys: pytest.CaptureFixture[st
     assert set(lines[1]) <= {"-", " "}
     tail = next(line for line in lines if line.startswith("supermarket-tail"))
     assert "baseline" in tail
+
+
+# ==================================================================================================
+# Issue 34, round 4: configs Snakemake would read first; results tied to what made them (a
+# file's digest record says its seed, parameters and code: lbrepro.core.manifest); healing
+# (damaged outputs rebuilt, one line each); unknown targets. End to end through Snakemake.
+# ==================================================================================================
+def _workflow(tree: Path, *args: str, timeout: int = 600) -> subprocess.CompletedProcess[str]:
+    """Snakemake on the project's Snakefile in ``tree``, one core, as a user runs it."""
+    from conftest import snakemake_command
+
+    return snakemake_command("--cores", "1", "--directory", str(tree), *args, timeout=timeout)
+
+
+#: (case, the working directory's config/config.yaml, what the one line names). Snakemake's
+#: `configfile:` read it unbounded (a FIFO blocked, /dev/zero was read for ever), ran the YTE
+#: template in it (the marker file was written) and recursed on its depth (a traceback); the
+#: workflow now reads it strictly first (workflow/Snakefile).
+MARKER = "yte-ran-here"
+WORKFLOW_CONFIG_FILES = [
+    ("yte-runs-code", f'__use_yte__: true\nseed: ?open("{MARKER}", "w").close() or 1\n'.encode(),
+     "__use_yte__"),
+    ("nested-100000", b"seed: " + b"[" * 100_000 + b"\n", "nested more than"),
+    ("fifo", None, "not a regular file"),
+    ("link-to-dev-zero", None, "not a regular file"),
+]  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("case", "content", "needle"), WORKFLOW_CONFIG_FILES, ids=[c[0] for c in WORKFLOW_CONFIG_FILES]
+)
+def test_workflow_reads_its_config_file_strictly_first(
+    tmp_path: Path, case: str, content: bytes | None, needle: str
+) -> None:
+    """`snakemake` in a directory whose config/config.yaml is hostile: one line naming the file
+    and exit 2, within seconds; a YTE template's code never runs."""
+    import os
+
+    path = tmp_path / "config" / "config.yaml"
+    path.parent.mkdir()
+    if case == "fifo":
+        os.mkfifo(path)
+    elif case == "link-to-dev-zero":
+        path.symlink_to("/dev/zero")
+    else:
+        path.write_bytes(content or b"")
+    run = _workflow(tmp_path, "-n", timeout=120)
+    assert run.returncode == 2, run.stderr[-2000:]
+    lines = [ln for ln in run.stderr.splitlines() if ln.startswith("invalid configuration: ")]
+    assert len(lines) == 1 and "config/config.yaml" in lines[0] and needle in lines[0], run.stderr
+    assert "Traceback" not in run.stderr, run.stderr[-2000:]
+    assert not (tmp_path / MARKER).exists(), "Snakemake ran the YTE template"
+
+
+#: A 400-byte alias bomb given on the command line: 9^10 values once expanded (was: the
+#: workflow expanded it while reading --config's numbers, and never ended).
+COMMAND_LINE_BOMB = (
+    "{a0: &a0 [x,x,x,x,x,x,x,x,x], "
+    + ", ".join(f"a{i}: &a{i} [{','.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 10))
+    + "}"
+)
+
+
+@pytest.mark.slow
+def test_alias_bomb_on_the_command_line_is_one_line(tmp_path: Path) -> None:
+    assert len(COMMAND_LINE_BOMB) < 500
+    run = _workflow(
+        tmp_path,
+        "-n",
+        "--configfile",
+        str(CONFIG_PATH),
+        "--config",
+        f"bomb={COMMAND_LINE_BOMB}",
+        timeout=120,
+    )
+    assert run.returncode == 2, run.stderr[-2000:]
+    lines = [ln for ln in run.stderr.splitlines() if ln.startswith("invalid configuration: ")]
+    assert len(lines) == 1 and "bomb" in lines[0] and "alias bomb" in lines[0], run.stderr
+    assert "Traceback" not in run.stderr, run.stderr[-2000:]
