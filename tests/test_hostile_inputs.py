@@ -1604,7 +1604,7 @@ def test_output_of_another_seed_is_not_used(
 
     tree = _copy_of(tiny_runs, tmp_path)
     other = tiny_runs["seed5"] / rel
-    assert read_digest(other)["made_by"]["seed"] == 5
+    assert _seeds(other) == ({5} if rel == TAIL_JOB else set())
     shutil.copy2(other, tree / rel)
     shutil.copy2(digest_path(other), digest_path(tree / rel))
     run = _tiny(tree)
