@@ -389,6 +389,7 @@ FILE_CASES = [
     ("off-boolean", b"simulation:\n  replace: off\n", "as a boolean"),
     # size, depth, aliases, giant numbers
     ("deep-flow", b"seed: " + b"[" * 5000 + b"]" * 5000 + b"\n", "nested more than"),
+    ("deep-flow-100000", b"[" * 100_000, "nested more than"),  # issue 34, round 4
     (
         "deep-block",
         "".join(f"{' ' * i}k{i}:\n" for i in range(200)).encode() + b" " * 200 + b"v: 1\n",
@@ -657,7 +658,9 @@ def test_table_is_large_enough() -> None:
         + len(ACCEPTED_FILES)
         + len(SHORT_RUNS)
         + len(STREAM_CASES)
+        + len(CONFIG_STREAMS)
     )
+    total += len(WORKFLOW_CONFIG_FILES) + len(STALE_COPIES) + len(HEALED) + len(UNKNOWN_TARGETS)
     assert total >= 150, total
 
 
@@ -727,31 +730,76 @@ def test_plain_config_files_still_load(
     assert load_config(path) == want
 
 
-def test_validate_of_a_never_ending_pipe_stops(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """`lbrepro validate <(yes 'a: 1')` reads a bounded prefix, then refuses."""
+#: issue 34, round 4 — config files that are not files: refused for what they are before a
+#: byte is read (a FIFO without a writer blocked the opening for ever; a pipe or /dev/zero
+#: was read up to the size limit), as ``lbrepro validate FILE`` and ``--configfile FILE``.
+CONFIG_STREAMS = ["fifo-no-writer", "fifo-endless-writer", "dev-zero", "link-to-dev-zero",
+                  "directory"]  # fmt: skip
+
+
+def _config_stream(tmp: Path, case: str) -> tuple[Path, Callable[[], None]]:
+    """The path of a config stream of kind ``case`` and what releases it after the test."""
     import os
     import threading
 
-    fifo = tmp_path / "fifo"
-    os.mkfifo(fifo)
+    path = tmp / "config.yaml"
+    if case.startswith("fifo"):
+        os.mkfifo(path)
+    if case == "fifo-endless-writer":
 
-    def write_forever() -> None:
-        try:
-            with open(fifo, "wb") as fh:
-                while True:
-                    fh.write(b"a: 1\n" * 4096)
-        except (BrokenPipeError, OSError):
-            pass
+        def write_forever() -> None:
+            try:
+                with open(path, "wb") as fh:
+                    while True:
+                        fh.write(b"a: 1\n" * 4096)
+            except OSError:
+                pass
 
-    writer = threading.Thread(target=write_forever, daemon=True)
-    writer.start()
-    assert cli.main(["validate", str(fifo)]) == 2
+        writer = threading.Thread(target=write_forever, daemon=True)
+        writer.start()
+
+        def release() -> None:  # a reader that opens and leaves ends the writer
+            for _ in range(100):
+                if not writer.is_alive():
+                    return
+                os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK))
+                writer.join(timeout=0.1)
+            raise AssertionError("the writer never ended")
+
+        return path, release
+    if case == "dev-zero":
+        return Path("/dev/zero"), lambda: None
+    if case == "link-to-dev-zero":
+        path.symlink_to("/dev/zero")
+    if case == "directory":
+        path.mkdir()
+    return path, lambda: None
+
+
+@pytest.mark.parametrize("flag", [[], ["--configfile"]], ids=["positional", "--configfile"])
+@pytest.mark.parametrize("case", CONFIG_STREAMS)
+def test_validate_reads_regular_files_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str, flag: list[str]
+) -> None:
+    """`lbrepro validate <(yes 'a: 1')`, a FIFO nobody writes, /dev/zero: one line naming the
+    file, exit 2, within seconds — never a read (or an open) that does not end."""
+    path, release = _config_stream(tmp_path, case)
+
+    def hung(*_: Any) -> None:
+        raise TimeoutError("lbrepro validate hung on a config stream")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(30)
+    try:
+        code = cli.main(["validate", *flag, str(path)])
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+        release()
     err = capsys.readouterr().err
-    assert "larger than" in err and err.count("\n") == 1, err
-    writer.join(timeout=10)
-    assert not writer.is_alive()
+    assert code == 2, err
+    assert err.startswith("lbrepro: error: ") and err.count("\n") == 1, err
+    assert str(path) in err and "not a regular file" in err, err
 
 
 @pytest.mark.parametrize(
@@ -1402,3 +1450,289 @@ def test_list_has_a_header_and_the_papers_names(capsys: pytest.CaptureFixture[st
     assert set(lines[1]) <= {"-", " "}
     tail = next(line for line in lines if line.startswith("supermarket-tail"))
     assert "baseline" in tail
+
+
+# ==================================================================================================
+# Issue 34, round 4: configs Snakemake would read first; results tied to what made them (a
+# file's digest record says its seed, parameters and code: lbrepro.core.manifest); healing
+# (damaged outputs rebuilt, one line each); unknown targets. End to end through Snakemake.
+# ==================================================================================================
+def _workflow(tree: Path, *args: str, timeout: int = 600) -> subprocess.CompletedProcess[str]:
+    """Snakemake on the project's Snakefile in ``tree``, one core, as a user runs it."""
+    from conftest import snakemake_command
+
+    return snakemake_command("--cores", "1", "--directory", str(tree), *args, timeout=timeout)
+
+
+#: (case, the working directory's config/config.yaml, what the one line names). Snakemake's
+#: `configfile:` read it unbounded (a FIFO blocked, /dev/zero was read for ever), ran the YTE
+#: template in it (the marker file was written) and recursed on its depth (a traceback); the
+#: workflow now reads it strictly first (workflow/Snakefile).
+MARKER = "yte-ran-here"
+WORKFLOW_CONFIG_FILES = [
+    ("yte-runs-code", f'__use_yte__: true\nseed: ?open("{MARKER}", "w").close() or 1\n'.encode(),
+     "__use_yte__"),
+    ("nested-100000", b"seed: " + b"[" * 100_000 + b"\n", "nested more than"),
+    ("fifo", None, "not a regular file"),
+    ("link-to-dev-zero", None, "not a regular file"),
+]  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("case", "content", "needle"), WORKFLOW_CONFIG_FILES, ids=[c[0] for c in WORKFLOW_CONFIG_FILES]
+)
+def test_workflow_reads_its_config_file_strictly_first(
+    tmp_path: Path, case: str, content: bytes | None, needle: str
+) -> None:
+    """`snakemake` in a directory whose config/config.yaml is hostile: one line naming the file
+    and exit 2, within seconds; a YTE template's code never runs."""
+    import os
+
+    path = tmp_path / "config" / "config.yaml"
+    path.parent.mkdir()
+    if case == "fifo":
+        os.mkfifo(path)
+    elif case == "link-to-dev-zero":
+        path.symlink_to("/dev/zero")
+    else:
+        path.write_bytes(content or b"")
+    run = _workflow(tmp_path, "-n", timeout=120)
+    assert run.returncode == 2, run.stderr[-2000:]
+    lines = [ln for ln in run.stderr.splitlines() if ln.startswith("invalid configuration: ")]
+    assert len(lines) == 1 and "config/config.yaml" in lines[0] and needle in lines[0], run.stderr
+    assert "Traceback" not in run.stderr, run.stderr[-2000:]
+    assert not (tmp_path / MARKER).exists(), "Snakemake ran the YTE template"
+
+
+#: A 400-byte alias bomb given on the command line: 9^10 values once expanded (was: the
+#: workflow expanded it while reading --config's numbers, and never ended).
+COMMAND_LINE_BOMB = (
+    "{a0: &a0 [x,x,x,x,x,x,x,x,x], "
+    + ", ".join(f"a{i}: &a{i} [{','.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 10))
+    + "}"
+)
+
+
+@pytest.mark.slow
+def test_alias_bomb_on_the_command_line_is_one_line(tmp_path: Path) -> None:
+    assert len(COMMAND_LINE_BOMB) < 500
+    run = _workflow(
+        tmp_path,
+        "-n",
+        "--configfile",
+        str(CONFIG_PATH),
+        "--config",
+        f"bomb={COMMAND_LINE_BOMB}",
+        timeout=120,
+    )
+    assert run.returncode == 2, run.stderr[-2000:]
+    lines = [ln for ln in run.stderr.splitlines() if ln.startswith("invalid configuration: ")]
+    assert len(lines) == 1 and "bomb" in lines[0] and "alias bomb" in lines[0], run.stderr
+    assert "Traceback" not in run.stderr, run.stderr[-2000:]
+
+
+#: One artifact, one point, a short horizon: a whole run (job, extension, table, checks,
+#: figure, report) in under a minute.
+TINY_RUN = """\
+seed: 20240501
+simulation: {batches: 20, extend: 0, max_events: 1.0e+10, replace: true, job_seconds: 20,
+             runtime_min: 30, mem_mb: 1000}
+supermarket-tail: {rho: [0.9], d: [2], N: 100, horizon: 400, warmup: 20, kmax: 6}
+"""
+TINY_SEED = 20240501
+TAIL_JOB = "results/supermarket/supermarket-tail/jobs/rho0.9-d2.csv"
+TAIL_EXTENSION = "results/supermarket/supermarket-tail/extended.csv"
+TAIL_TABLE = "results/supermarket/supermarket-tail.csv"
+TAIL_FIGURE = "figures/supermarket/supermarket-tail.png"
+
+
+def _tiny(tree: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The tiny run in ``tree`` (its config is tree/tiny.yaml), the report its target."""
+    (tree / "tiny.yaml").write_text(TINY_RUN)
+    return _workflow(tree, "--configfile", str(tree / "tiny.yaml"), *args)
+
+
+@pytest.fixture(scope="module")
+def tiny_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The tiny run made twice, once per module: with its own seed and with `--config seed=5`."""
+    runs = {}
+    for name, extra in (("default", ()), ("seed5", ("--config", "seed=5"))):
+        tree = tmp_path_factory.mktemp(f"tiny-{name}")
+        run = _tiny(tree, *extra)
+        assert run.returncode == 0, run.stderr[-3000:]
+        runs[name] = tree
+    return runs
+
+
+def _copy_of(tiny_runs: dict[str, Path], tmp_path: Path, name: str = "default") -> Path:
+    """A copy of a finished tiny run (mtimes and Snakemake's records kept)."""
+    import shutil
+
+    return Path(shutil.copytree(tiny_runs[name], tmp_path / "run", symlinks=True))
+
+
+def _said_once(run: subprocess.CompletedProcess[str], rel: str, why: str) -> None:
+    """The run ended well and said, in exactly one stderr line, that ``rel`` was not used."""
+    assert run.returncode == 0, run.stderr[-3000:]
+    lines = [ln for ln in run.stderr.splitlines() if ln.startswith(f"lbrepro: {rel}: ")]
+    assert len(lines) == 1, run.stderr[-3000:]
+    assert why in lines[0] and lines[0].endswith("this run makes it again"), lines[0]
+
+
+def _seeds(path: Path) -> set[int]:
+    """The seeds the simulated rows of a table were made with."""
+    from lbrepro.core.io import read_table
+
+    return {int(r["seed"]) for r in read_table(path) if r.get("seed") not in (None, "")}
+
+
+#: Results tied to what made them: a file (with its digest record) copied from a run with
+#: `--config seed=5` into a run of the default seed is not used, whatever its mtime — it is
+#: removed with one line and made again (was: collected as it was, seed 5 in the table).
+STALE_COPIES = [TAIL_JOB, TAIL_EXTENSION]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("rel", STALE_COPIES, ids=["job-table", "extension"])
+def test_output_of_another_seed_is_not_used(
+    tiny_runs: dict[str, Path], tmp_path: Path, rel: str
+) -> None:
+    import shutil
+
+    from lbrepro.core.manifest import digest_path, read_digest
+
+    tree = _copy_of(tiny_runs, tmp_path)
+    other = tiny_runs["seed5"] / rel
+    assert _seeds(other) == ({5} if rel == TAIL_JOB else set())
+    shutil.copy2(other, tree / rel)
+    shutil.copy2(digest_path(other), digest_path(tree / rel))
+    run = _tiny(tree)
+    _said_once(run, rel, f"made with seed 5, not {TINY_SEED}")
+    assert _seeds(tree / rel) <= {TINY_SEED}  # (the extension of this run holds no rows)
+    assert read_digest(tree / rel)["made_by"]["seed"] == TINY_SEED
+    assert _seeds(tree / TAIL_TABLE) == {TINY_SEED}
+
+
+@pytest.mark.slow
+def test_edited_report_config_is_made_again(tiny_runs: dict[str, Path], tmp_path: Path) -> None:
+    """report/config.yaml says which config made the report: an edit (mtime kept) is found."""
+    import os
+
+    tree = _copy_of(tiny_runs, tmp_path)
+    path = tree / "report" / "config.yaml"
+    before = os.stat(path)
+    text = path.read_text()
+    assert f"seed: {TINY_SEED}\n" in text
+    path.write_text(text.replace(f"seed: {TINY_SEED}\n", f"seed: {TINY_SEED + 1}\n"))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    run = _tiny(tree)
+    _said_once(run, "report/config.yaml", "changed after it was written")
+    assert yaml.safe_load(path.read_text())["seed"] == TINY_SEED
+
+
+@pytest.mark.slow
+def test_mtime_triggers_and_another_seed_give_a_report_of_that_seed(
+    tiny_runs: dict[str, Path], tmp_path: Path
+) -> None:
+    """`--rerun-triggers mtime --config seed=5` over a finished run: every output is older than
+    nothing, so Snakemake alone reran nothing and the report named a seed its tables were not
+    made with; now the tables, the report and its config all say seed 5."""
+    from lbrepro.core.manifest import read_digest
+
+    tree = _copy_of(tiny_runs, tmp_path)
+    run = _tiny(tree, "--rerun-triggers", "mtime", "--config", "seed=5")
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert yaml.safe_load((tree / "report" / "config.yaml").read_text())["seed"] == 5
+    assert '<th scope="row">seed</th><td><code>5</code>' in (tree / "report/index.html").read_text()
+    for rel in (TAIL_JOB, TAIL_TABLE):
+        assert _seeds(tree / rel) == {5}, rel
+    for rel in (TAIL_JOB, TAIL_EXTENSION, TAIL_TABLE, TAIL_FIGURE, "report/index.html"):
+        assert read_digest(tree / rel)["made_by"]["seed"] == 5, rel
+
+
+def _truncate_half(path: Path) -> None:
+    import os
+
+    os.truncate(path, path.stat().st_size // 2)
+
+
+def _edit_one_value(path: Path) -> None:
+    """One digit of one simulated value changed; the size and the mtime kept."""
+    import os
+
+    before = os.stat(path)
+    lines = path.read_text().splitlines(keepends=True)
+    i = next(i for i, ln in enumerate(lines) if ",sim,u,0." in ln)
+    head, value = lines[i].split(",sim,u,0.", 1)
+    digit = "1" if value[0] != "1" else "2"
+    lines[i] = f"{head},sim,u,0.{digit}{value[1:]}"
+    path.write_text("".join(lines))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+
+def _cut_at_a_row(path: Path) -> None:
+    """The table ends after its header and half its rows: every line whole."""
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(lines[: 1 + (len(lines) - 1) // 2]))
+
+
+def _empty(path: Path) -> None:
+    path.write_bytes(b"")
+
+
+#: Healing: (case, the file damaged, how, what the one line says). Each is rebuilt, and its
+#: record verifies again (was: used as it was, or a traceback on every rerun).
+HEALED = [
+    ("table-truncated", TAIL_TABLE, _truncate_half, "truncated or changed"),
+    ("table-one-value-edited", TAIL_TABLE, _edit_one_value, "changed after it was written"),
+    ("job-table-cut-at-a-row", TAIL_JOB, _cut_at_a_row, "truncated or changed"),
+    ("figure-0-bytes", TAIL_FIGURE, _empty, "0 bytes"),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("case", "rel", "damage", "why"), HEALED, ids=[c[0] for c in HEALED])
+def test_damaged_output_is_rebuilt_with_one_line(
+    tiny_runs: dict[str, Path],
+    tmp_path: Path,
+    case: str,
+    rel: str,
+    damage: Callable[[Path], None],
+    why: str,
+) -> None:
+    from lbrepro.core.manifest import verify
+
+    tree = _copy_of(tiny_runs, tmp_path)
+    original = (tree / rel).read_bytes()
+    damage(tree / rel)
+    assert (tree / rel).read_bytes() != original
+    run = _tiny(tree)
+    _said_once(run, rel, why)
+    assert verify(tree / rel) is None
+    if rel.endswith(".csv"):  # the same seed makes the same numbers
+        assert (tree / rel).read_bytes() == original
+
+
+#: Unknown targets: one line naming the target and exit 2, while the DAG is built (was: a
+#: KeyError traceback from an input function).
+UNKNOWN_TARGETS = [
+    ("unknown-artifact", "results/supermarket/supermarket-nosuch.csv", "unknown artifact"),
+    ("unknown-figure", "figures/supermarket/nosuch.png", "unknown artifact"),
+    ("unknown-checks", "results/general/nosuch.checks.json", "unknown artifact"),
+    ("other-paper", "results/general/supermarket-tail.csv", "is under supermarket/"),
+    ("left-out", "results/general/general-tail.checks.json", "not in the config"),
+    ("unplanned-job", "results/supermarket/supermarket-tail/jobs/rho0.5-d7.csv", "no job"),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("case", "target", "needle"), UNKNOWN_TARGETS, ids=[c[0] for c in UNKNOWN_TARGETS]
+)
+def test_unknown_target_is_one_line(tmp_path: Path, case: str, target: str, needle: str) -> None:
+    run = _tiny(tmp_path, "-n", "--", target)
+    assert run.returncode == 2, run.stderr[-2000:]
+    lines = [ln for ln in run.stderr.splitlines() if ln.startswith("lbrepro: no such target: ")]
+    assert len(lines) == 1 and needle in lines[0], run.stderr[-2000:]
+    assert "Traceback" not in run.stderr, run.stderr[-2000:]

@@ -165,6 +165,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     p_val = sub.add_parser("validate", help="validate config files (merged left to right)")
     p_val.add_argument("configs", nargs="*", help="config files (default: config/config.yaml)")
+    p_val.add_argument(
+        "--configfile",
+        "--configfiles",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="FILE",
+        help="config files as Snakemake is given them (after the positional ones)",
+    )
 
     p_diff = sub.add_parser("diff", help="claims whose status or statistic moved between two runs")
     p_diff.add_argument("runs", nargs=2, metavar="RUN", help="result trees (or their results/)")
@@ -858,7 +867,7 @@ def _main(argv: Sequence[str] | None) -> int:
         if args.command == "list":
             _list(args)
         elif args.command == "validate":
-            _validate(args.configs)
+            _validate([*args.configs, *args.configfile])
         elif args.command == "diff":
             _diff(*args.runs)
         else:

@@ -16,7 +16,9 @@ import functools
 import hashlib
 import json
 import math
+import os
 import re
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -189,18 +191,54 @@ def read_yaml_text(text: str, where: str) -> Any:
         loader.dispose()
 
 
-def read_config_file(path: str | Path) -> dict[str, Any]:
-    """One config file, read strictly and boundedly; ConfigError (one line) if it is not a
-    config: too large (a pipe that never ends), not text, not YAML, duplicate keys, YAML 1.1
-    surprises, too deep, an alias bomb, a YTE template, or not a mapping."""
-    where = str(path)
+def _read_regular_file(path: str | Path, where: str) -> bytes:
+    """The bytes of a regular file of at most :data:`MAX_CONFIG_BYTES`; ConfigError otherwise.
+
+    A pipe, a FIFO, a device (``/dev/zero``, ``/dev/stdin``), a socket or a directory is
+    refused before a byte is read, by what it is: a FIFO without a writer would block the
+    opening itself, a device or a pipe that never ends would be read forever. The file is
+    opened without blocking and checked again once open (it may have been replaced between
+    the two looks), then read at most one byte past the limit."""
+    not_regular = "not a regular file (a pipe, a device or a directory): give a config file"
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read(MAX_CONFIG_BYTES + 1)
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise ConfigError(where, not_regular)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as err:
         raise ConfigError(where, f"cannot be read: {err.strerror or err}") from None
-    if len(raw) > MAX_CONFIG_BYTES:
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ConfigError(where, not_regular)
+        if info.st_size > MAX_CONFIG_BYTES:
+            raise ConfigError(
+                where, f"larger than {MAX_CONFIG_BYTES // 2**20} MiB: not a config file"
+            )
+        os.set_blocking(fd, True)
+        chunks: list[bytes] = []
+        size = 0
+        while size <= MAX_CONFIG_BYTES:  # a file growing while it is read: still bounded
+            chunk = os.read(fd, MAX_CONFIG_BYTES + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as err:
+        raise ConfigError(where, f"cannot be read: {err.strerror or err}") from None
+    finally:
+        os.close(fd)
+    if size > MAX_CONFIG_BYTES:
         raise ConfigError(where, f"larger than {MAX_CONFIG_BYTES // 2**20} MiB: not a config file")
+    return b"".join(chunks)
+
+
+def read_config_file(path: str | Path) -> dict[str, Any]:
+    """One config file, read strictly and boundedly; ConfigError (one line) if it is not a
+    config: not a regular file (a pipe, a FIFO, /dev/zero), too large, not text, not YAML,
+    duplicate keys, YAML 1.1 surprises, too deep, an alias bomb, a YTE template, or not a
+    mapping."""
+    where = str(path)
+    raw = _read_regular_file(path, where)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -278,13 +316,23 @@ def retype_command_line(overrides: Mapping[str, Any]) -> dict[str, Any]:
     (``simulation={batches: 5}``) with YAML's BaseLoader, where every scalar is text, so
     ``5`` arrived as ``'5'``. The nested values of ``overrides`` with each text scalar read
     again strictly (``5`` → 5, ``0.9`` → 0.9, ``H2`` stays text); top-level scalars, which
-    Snakemake types itself, are left out."""
+    Snakemake types itself, are left out.
+
+    A 400-byte alias bomb given with ``--config`` (``x={a: &a [x,x,…], b: [*a,*a,…], …}``)
+    arrives as lists shared 10⁹ times over: refused first, by its size once shared values are
+    counted (:func:`check_finite`), and each shared list is read once, not once per path."""
+    check_finite(dict(overrides))
+    done: dict[int, Any] = {}
 
     def retype(value: Any, key: str) -> Any:
+        if isinstance(value, Mapping | list) and id(value) in done:
+            return done[id(value)]
         if isinstance(value, Mapping):
-            return {k: retype(v, f"{key}.{k}") for k, v in value.items()}
+            done[id(value)] = {k: retype(v, f"{key}.{k}") for k, v in value.items()}
+            return done[id(value)]
         if isinstance(value, list):
-            return [retype(v, f"{key}[{i}]") for i, v in enumerate(value)]
+            done[id(value)] = [retype(v, f"{key}[{i}]") for i, v in enumerate(value)]
+            return done[id(value)]
         if isinstance(value, str):
             parsed = read_yaml_text(value, key)
             return parsed if isinstance(parsed, int | float | bool) or parsed is None else value

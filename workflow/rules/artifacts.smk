@@ -9,9 +9,13 @@ import re
 
 from lbrepro.artifacts.registry import all_artifacts
 
-# The two rules' artifact wildcards: the ids of the artifacts with a figure, and without.
-WITH_FIGURE = "|".join(re.escape(a.id) for a in all_artifacts() if a.has_figure)
+# The two rules' artifact wildcards: the ids of the artifacts without a figure, and every
+# other name an artifact could have — the artifacts with a figure, and unknown names, so that
+# a target naming an unknown artifact reaches an input function (`known`: one line naming
+# it, exit 2) instead of Snakemake's "No rule to produce" (the next character of every
+# output's path after the id is a dot: ids hold none).
 WITHOUT_FIGURE = "|".join(re.escape(a.id) for a in all_artifacts() if not a.has_figure)
+WITH_FIGURE = rf"(?!(?:{WITHOUT_FIGURE})\.)[a-z0-9]+(?:-[a-z0-9]+)*"
 
 
 rule collect_plot_check:
