@@ -94,9 +94,7 @@ onstart:
 onsuccess:
     forget_run()
     # The run's answer, printed last (after Snakemake's own closing lines).
-    print_at_exit(
-        lambda: summary_lines(enabled(config), papers(), WORKDIR, WORKDIR / REPORT)
-    )
+    print_at_exit(lambda: summary_lines(enabled(config), papers(), WORKDIR, WORKDIR / REPORT))
 
 
 onerror:
