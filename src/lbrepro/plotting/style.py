@@ -88,8 +88,11 @@ def _fitting_figure_class() -> type:
     from matplotlib.figure import Figure
 
     class FittingFigure(Figure):
+        lbrepro_layout_frozen = False  # set by save_figure once the first format is drawn
+
         def draw(self, renderer: Any) -> None:
-            fit_text(self, renderer)
+            if not self.lbrepro_layout_frozen:
+                fit_text(self, renderer)
             super().draw(renderer)
 
     FittingFigure.__qualname__ = "FittingFigure"  # picklable, as a figure of this module
@@ -220,6 +223,9 @@ def save_figure(
     """Write ``fig`` as PNG, SVG and (when given) PDF, parents created, and close it.
 
     SVG and PDF carry no date, so the same figure gives the same bytes run after run.
+    The layout (constrained, labels wrapped to fit) is computed by the first format's draw and
+    then frozen: each later format draws the same positions instead of laying out again, which
+    was most of a plot job's time.
     """
     plt = _pyplot()
     metadata = {".svg": {"Date": None}, ".pdf": {"CreationDate": None, "ModDate": None}}
@@ -229,4 +235,6 @@ def save_figure(
                 continue
             Path(path).parent.mkdir(parents=True, exist_ok=True)
             fig.savefig(path, metadata=metadata.get(Path(path).suffix))
+            fig.set_layout_engine("none")
+            fig.lbrepro_layout_frozen = True
     plt.close(fig)
