@@ -10,7 +10,10 @@ tagged is what these tests count, so a simulated series drawn without the helper
 
 from __future__ import annotations
 
+import fcntl
 import math
+import os
+import pickle
 import re
 from pathlib import Path
 from typing import Any
@@ -77,9 +80,8 @@ def config() -> dict[str, Any]:
     return deep_merge(load_config(ROOT / "config" / "config.yaml"), SMALL)
 
 
-@pytest.fixture(scope="module")
-def tables(config: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    """Each figure artifact's rows, computed once (through the CSV round trip's types)."""
+def _compute_tables(config: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """Each figure artifact's rows, computed in this process."""
     out = {}
     for aid in FIGURES:
         art = registry.get(aid)
@@ -90,6 +92,27 @@ def tables(config: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
             rows += [r | {"point": pid} for r in art.compute(params, stream(7, aid, pid))]
         out[aid] = rows
     return out
+
+
+@pytest.fixture(scope="module")
+def tables(
+    config: dict[str, Any], tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, list[dict[str, Any]]]:
+    """Each figure artifact's rows, computed once per test session: this file and
+    tests/test_figure_faithful.py read the same tables, and on separate xdist workers the
+    second waits for the first's pickle (a lock file in the session's shared temp directory)
+    instead of computing them again."""
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent  # the session's directory, above each worker's own
+    cache = shared / "figure_tables.pickle"
+    with open(shared / "figure_tables.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not cache.exists():
+            tmp = cache.with_suffix(".partial")
+            tmp.write_bytes(pickle.dumps(_compute_tables(config)))
+            tmp.replace(cache)
+        return pickle.loads(cache.read_bytes())
 
 
 def draw(aid: str, rows: list[dict[str, Any]], config: dict[str, Any]) -> Any:
