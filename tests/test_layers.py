@@ -238,7 +238,8 @@ def hand_intervals(source: str) -> list[str]:
     """Where a module writes an interval by hand instead of through the shared layer
     (``core.rows``: ``pm``, ``pm_text``, ``interval_text``, ``estimate_row``): an f-string with
     "±" between two formatted values, a ``.format``/``%`` template with "±" between two
-    fields, or a dict literal with a ``ci_low``/``ci_high`` key. A "±" before a margin alone
+    fields, a dict literal with a ``ci_low``/``ci_high`` key, or a call (``dict(...)``, a
+    paper's own row builder) given them as keywords. A "±" before a margin alone
     ("within ±2%") or in plain text is no interval and passes."""
     import re
 
@@ -275,6 +276,8 @@ def hand_intervals(source: str) -> list[str]:
             keys = {k.value for k in node.keys if isinstance(k, ast.Constant)}
             if keys & _INTERVAL_KEYS:
                 found.append(f"line {node.lineno}: a dict literal builds the interval columns")
+        if isinstance(node, ast.Call) and {k.arg for k in node.keywords} & _INTERVAL_KEYS:
+            found.append(f"line {node.lineno}: a call passes the interval columns by keyword")
     return found
 
 
@@ -302,6 +305,7 @@ def test_the_interval_rule_itself():
         '"{} ± {:.2g}".format(v, h)',
         '"%.4f ± %.1g" % (v, h)',
         '{"value": v, "ci_low": lo, "ci_high": hi}',
+        'table_row("sim", "x", v, ci_low=lo, ci_high=hi, N=N)',
     ]
     for source in caught:
         assert len(hand_intervals(source)) == 1, source

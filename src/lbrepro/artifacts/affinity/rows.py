@@ -9,6 +9,8 @@ from typing import Any
 import numpy as np
 
 from lbrepro.artifacts.registry import Rows
+from lbrepro.core.rows import estimate_row
+from lbrepro.core.stats import Estimate
 
 SLUG = "affinity"
 
@@ -26,6 +28,12 @@ def format_or_na(v: Any, spec: str) -> str:
 def table_row(method: str, quantity: str, value: Any, **extra: Any) -> dict[str, Any]:
     """One tidy row: method, quantity, value and the row's own columns."""
     return {"method": method, "quantity": quantity, "value": value} | extra
+
+
+def estimate_table_row(method: str, quantity: str, est: Estimate, **extra: Any) -> dict[str, Any]:
+    """One tidy row of an estimate: its value, interval, N, seed, batches and converged
+    columns written by the shared ``core.rows.estimate_row``, then the row's own columns."""
+    return {"method": method, "quantity": quantity} | estimate_row(est) | extra
 
 
 def with_contract_columns(rows: Rows, seed: np.random.SeedSequence, N: int) -> Rows:

@@ -22,14 +22,19 @@ from lbrepro.artifacts.affinity.reconstructions import (
     FLUID_NOTE,
     PRIMARY_NOTE,
 )
-from lbrepro.artifacts.affinity.rows import SLUG, table_row, with_contract_columns
+from lbrepro.artifacts.affinity.rows import (
+    SLUG,
+    estimate_table_row,
+    table_row,
+    with_contract_columns,
+)
 from lbrepro.artifacts.registry import Artifact, Rows
 from lbrepro.core.claims import Claim, close, consistency, diagnostic, make_claim
 from lbrepro.core.errors import ConfigError
 from lbrepro.core.ids import add_point
 from lbrepro.core.io import select
 from lbrepro.core.rows import interval_text
-from lbrepro.core.stats import batch_means_ci
+from lbrepro.core.stats import Estimate, batch_means_ci
 from lbrepro.core.verdicts import (
     EmptyComparisonError,
     Verdict,
@@ -88,22 +93,16 @@ def _stationary_rows(sim: Any, N: int, seed: Any, batches: int, case: dict) -> R
     converged = batches_converged(sim.batch_x[:, :, 1].sum(axis=1))
     for i in range(4):
         for j in range(2):
-            rows.append(
-                table_row(
-                    "sim",
-                    "x_mean",
-                    float(sim.x[i, j]),
-                    ci_low=float(sim.x_ci_low[i, j]),
-                    ci_high=float(sim.x_ci_high[i, j]),
-                    i=i,
-                    j=j,
-                    N=N,
-                    seed=seed,
-                    batches=batches,
-                    converged=converged,
-                )
-                | case
+            est = Estimate.from_interval(
+                sim.x[i, j],
+                sim.x_ci_low[i, j],
+                sim.x_ci_high[i, j],
+                batches=batches,
+                N=N,
+                seed=seed,
+                converged=converged,
             )
+            rows.append(estimate_table_row("sim", "x_mean", est, i=i, j=j) | case)
     t2 = sim.batch_x[:, :, 1].sum(axis=1)
     rows.append(
         table_row("path", "type2_batches", float(t2.mean()), low=float(t2.min()),
@@ -111,20 +110,18 @@ def _stationary_rows(sim: Any, N: int, seed: Any, batches: int, case: dict) -> R
     )  # fmt: skip
     arr = sim.arrivals_type1 + sim.arrivals_type2
     est = batch_means_ci(sim.arrivals_type2 / arr) if len(arr) > 1 else None
-    rows.append(
-        table_row(
-            "sim",
-            "switch_fraction",
-            float(sim.arrivals_type2.sum() / arr.sum()),
-            ci_low=est.low if est else None,
-            ci_high=est.high if est else None,
-            N=N,
-            seed=seed,
-            batches=batches,
-            converged=converged,
+    fraction = float(sim.arrivals_type2.sum() / arr.sum())
+    if est is None:  # one batch: a value without an interval (with_contract_columns)
+        rows.append(
+            table_row("sim", "switch_fraction", fraction, N=N, seed=seed, batches=batches,
+                      converged=converged) | case
+        )  # fmt: skip
+    else:
+        # the pooled fraction, with the interval of the batches' fractions
+        est = Estimate.from_interval(
+            fraction, est.low, est.high, batches=batches, N=N, seed=seed, converged=converged
         )
-        | case
-    )
+        rows.append(estimate_table_row("sim", "switch_fraction", est) | case)
     return rows
 
 

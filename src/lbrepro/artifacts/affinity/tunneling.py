@@ -12,13 +12,19 @@ from lbrepro.artifacts.affinity import estimates
 from lbrepro.artifacts.affinity.config_checks import MU2, service_rates, validate_with_hysteresis
 from lbrepro.artifacts.affinity.judging import SMALL_D1_RATIO, exact_verdict, grows
 from lbrepro.artifacts.affinity.reconstructions import ASSIGNMENT_NOTE, PRIMARY_NOTE, TUNNELING_NOTE
-from lbrepro.artifacts.affinity.rows import SLUG, format_or_na, table_row, with_contract_columns
+from lbrepro.artifacts.affinity.rows import (
+    SLUG,
+    estimate_table_row,
+    format_or_na,
+    table_row,
+    with_contract_columns,
+)
 from lbrepro.artifacts.registry import Artifact, Rows
 from lbrepro.core.claims import Claim, make_claim
 from lbrepro.core.ids import add_point
 from lbrepro.core.io import select
 from lbrepro.core.rows import NO_CI, not_converged
-from lbrepro.core.stats import kaplan_meier_mean, t_quantile
+from lbrepro.core.stats import Estimate, kaplan_meier_mean, t_quantile
 from lbrepro.core.verdicts import EmptyComparisonError, Verdict
 from lbrepro.models import affinity as model
 from lbrepro.plotting.intervals import legend, simulated
@@ -90,17 +96,13 @@ def _capped_mean_rows(times: list[float], cap: float, quantity: str, N: int, see
     half = (
         float(t_quantile(0.975, n - 1) * capped.std(ddof=1) / math.sqrt(n)) if n >= 2 else math.nan
     )
+    # independent replications: the interval is honest (converged)
+    est = Estimate.from_interval(mean, mean - half, mean + half, batches=n, N=N, seed=seed)
     return [
-        table_row(
+        estimate_table_row(
             "sim",
             quantity,
-            mean,
-            ci_low=mean - half,
-            ci_high=mean + half,
-            N=N,
-            seed=seed,
-            batches=n,
-            converged=True,  # independent replications
+            est,
             censored=int(sum(not math.isfinite(t) for t in times)),
             reps=n,
             cap=cap,
@@ -155,18 +157,15 @@ def compute(p: dict[str, Any], seed: np.random.SeedSequence) -> Rows:
         else:
             mean, se, open_above = math.nan, math.nan, bool(cut)
         half = float(t_quantile(0.975, n - 1)) * se if n >= 2 else math.nan
+        est = Estimate.from_interval(
+            mean, mean - half, mean + half, batches=n, N=N, seed=seed.entropy
+        )
         rows.append(
-            table_row(
+            estimate_table_row(
                 "sim" if n >= 2 else "path",  # one residence gives no CI
                 "residence",
-                mean,
-                ci_low=mean - half,
-                ci_high=mean + half,
-                N=N,
-                seed=seed.entropy,
+                est,
                 state=name,
-                batches=n,
-                converged=True,
                 count=n,
                 # 1: the longest stay was cut off, the mean a lower bound (judging.exit_bounds).
                 censored=int(open_above),
