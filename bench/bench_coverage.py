@@ -69,6 +69,7 @@ from scipy.stats import binom
 from lbrepro.core.rng import stream
 from lbrepro.core.stats import bonferroni_factor
 from lbrepro.models import service, supermarket
+from lbrepro.report.records import interval_code
 from lbrepro.sim import runlength
 from lbrepro.sim.general_service import simulate_general
 from lbrepro.sim.runlength import event_budget
@@ -422,6 +423,9 @@ def main(argv: list[str] | None = None) -> int:
             {"name": n, "family_size": m, "per_interval_level": 1 - 0.05 / m} for n, m in LEVELS
         ],
         "commit": commit,
+        # the digest of lbrepro.core and lbrepro.sim: the report shows this record as the
+        # coverage of a run's intervals only when the run's code has the same digest
+        "interval_code": interval_code(),
         "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "produced_by": "nice python bench/bench_coverage.py " + " ".join(argv or sys.argv[1:]),
         "seed": SEED,
@@ -430,7 +434,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     if args.merge and args.out.is_file():
         before = json.loads(args.out.read_text(encoding="utf-8"))
-        if before.get("commit") != commit:
+        if before.get("commit") != commit or before.get("interval_code") != interval_code():
             raise SystemExit(f"{args.out} was measured at {before.get('commit')}, not {commit}")
         mine = {r["case"] for r in rows}
         record["cases"] = [c for c in before["cases"] if c["case"] not in mine] + rows

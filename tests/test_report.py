@@ -34,6 +34,7 @@ from lbrepro.core.io import write_json, write_table
 from lbrepro.core.verdicts import Verdict
 from lbrepro.report import provenance as prov
 from lbrepro.report.mathml import math_markup
+from lbrepro.report.records import COVERAGE_FILE, interval_code
 from lbrepro.report.render import (
     build_context,
     conclusion,
@@ -521,6 +522,30 @@ def test_methods_section_shows_coverage(tree: FakeTree, tmp_path: Path) -> None:
     default = tree.render().read_text(encoding="utf-8")
     shipped = block(default, r'<section id="methods">(.*?)</section>')
     assert "mm1-rho0.99" in shipped and "Wilson" in shipped
+
+
+def test_coverage_says_whether_it_was_measured_on_this_code(tree: FakeTree, tmp_path: Path) -> None:
+    """The coverage shown is this run's only if the record's interval-code digest is today's."""
+    cov = tmp_path / "coverage.json"
+    cases = [{"case": "M/M/1 rho=0.5", "replications": 200, "coverage": 0.945}]
+    for code, this in ((interval_code(), True), ("0123456789ab+ba9876543210", False)):
+        cov.write_text(json.dumps({"commit": "abc1234", "interval_code": code, "cases": cases}))
+        methods = block(
+            tree.render(coverage_file=cov).read_text(encoding="utf-8"),
+            r'<section id="methods">(.*?)</section>',
+        )
+        assert ("Measured on this run's interval code" in methods) is this
+        assert ("Measured on other code" in methods) is not this
+
+
+def test_the_shipped_coverage_was_measured_on_this_code() -> None:
+    """bench/bench_coverage.py was run on the interval code of this tree (lbrepro.core and
+    lbrepro.sim): a change there needs the coverage measured again before it lands."""
+    record = json.loads(COVERAGE_FILE.read_text(encoding="utf-8"))
+    assert record.get("interval_code") == interval_code(), (
+        "lbrepro.core or lbrepro.sim changed since src/lbrepro/report/coverage.json was "
+        "measured: run `nice python bench/bench_coverage.py`"
+    )
 
 
 def test_methods_section_shows_seed_stability(tree: FakeTree, tmp_path: Path) -> None:

@@ -8,9 +8,6 @@ figures + claim checks → report.
 from __future__ import annotations
 
 import contextlib
-import functools
-import hashlib
-import importlib.util
 import logging
 import math
 import os
@@ -26,7 +23,7 @@ from lbrepro.core.claims import check_runs, write_checks
 from lbrepro.core.errors import ConfigError
 from lbrepro.core.ids import check_point_ids
 from lbrepro.core.io import read_table, write_table
-from lbrepro.core.manifest import params_digest, verify, write_digest
+from lbrepro.core.manifest import package_digest, params_digest, verify, write_digest
 from lbrepro.core.packing import pack_points
 from lbrepro.core.rng import stream
 from lbrepro.core.rows import SIMULATED, check_table
@@ -164,21 +161,7 @@ def code_version(artifact_id: str) -> str:
     import lbrepro
 
     module = registry.get(artifact_id).compute.__module__
-    return f"{lbrepro.__version__}+{_package_hash('.'.join(module.split('.')[:3]))}"
-
-
-@functools.cache
-def _package_hash(package: str) -> str:
-    """SHA-256 (12 hex digits) of a package's source and data files, names included."""
-    spec = importlib.util.find_spec(package)
-    if spec is None or spec.origin is None:
-        return "unknown"
-    root = Path(spec.origin).parent
-    h = hashlib.sha256()
-    files = root.rglob("*") if spec.submodule_search_locations else [Path(spec.origin)]
-    for path in sorted(f for f in files if f.suffix in (".py", ".yaml", ".json") and f.is_file()):
-        h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()[:12]
+    return f"{lbrepro.__version__}+{package_digest('.'.join(module.split('.')[:3]))}"
 
 
 def _made_by(config: Mapping[str, Any], artifact_id: str, params: Any) -> dict[str, Any]:

@@ -27,7 +27,9 @@ editor) and edits made without the pipeline.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib.util
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -40,6 +42,7 @@ __all__ = [
     "DIGEST_SUFFIX",
     "digest_path",
     "file_sha256",
+    "package_digest",
     "params_digest",
     "read_digest",
     "stale_reason",
@@ -50,6 +53,21 @@ __all__ = [
 DIGEST_SUFFIX = ".digest.json"
 #: A record is a few hundred bytes (a job table's point ids: at most a few hundred kB).
 MAX_RECORD_BYTES = 16 * 1024 * 1024
+
+
+@functools.cache
+def package_digest(package: str) -> str:
+    """SHA-256 (12 hex digits) of a package's source and data files (.py, .yaml, .json), names
+    included: what an artifact's code version and the coverage record's code are named by."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or spec.origin is None:
+        return "unknown"
+    root = Path(spec.origin).parent
+    h = hashlib.sha256()
+    files = root.rglob("*") if spec.submodule_search_locations else [Path(spec.origin)]
+    for path in sorted(f for f in files if f.suffix in (".py", ".yaml", ".json") and f.is_file()):
+        h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:12]
 
 
 def digest_path(path: str | Path) -> Path:

@@ -11,10 +11,15 @@ from pathlib import Path
 from typing import Any
 
 from lbrepro.core.io import read_json
+from lbrepro.core.manifest import package_digest
 from lbrepro.report.formatting import fmt, percent
 
 #: The measured coverage of the batch-means intervals (bench/bench_coverage.py writes it).
 COVERAGE_FILE = Path(__file__).with_name("coverage.json")
+#: The packages whose code makes and judges an interval (estimators, batching, run length,
+#: Bonferroni widening, the kernels): a coverage record measured on other code of these is not
+#: the coverage of this run's intervals.
+INTERVAL_PACKAGES = ("lbrepro.core", "lbrepro.sim")
 #: The seed-stability record (bench/bench_seeds.py writes it).
 SEEDS_FILE = Path(__file__).with_name("seed_stability.json")
 #: Rows of claims that moved across seeds shown in the report.
@@ -45,11 +50,18 @@ def read_record(path: Path) -> Mapping[str, Any] | None:
     return data if isinstance(data, Mapping) else None
 
 
+def interval_code() -> str:
+    """A digest of the interval code (:data:`INTERVAL_PACKAGES`), as installed now: the coverage
+    record carries the one it was measured on, and the report says whether they match."""
+    return "+".join(package_digest(p) for p in INTERVAL_PACKAGES)
+
+
 def coverage_table(path: Path = COVERAGE_FILE) -> dict[str, Any] | None:
     """The measured coverage of nominal 95% intervals on known answers, if recorded.
 
     ``bench/bench_coverage.py`` writes the record (one entry per known-answer case); the report
-    shows a fixed choice of its columns.
+    shows a fixed choice of its columns, and whether it was measured on this run's interval
+    code (``this_code``: the record's ``interval_code`` is today's :func:`interval_code`).
     """
     data = read_record(path)
     if data is None:
@@ -61,6 +73,7 @@ def coverage_table(path: Path = COVERAGE_FILE) -> dict[str, Any] | None:
         "commit": str(data.get("commit") or "")[:10],
         "method": str(data.get("method") or ""),
         "produced_by": str(data.get("produced_by") or ""),
+        "this_code": data.get("interval_code") == interval_code(),
         "required": data.get("required"),
         "columns": [COVERAGE_COLUMNS[c] for c in columns],
         "rows": [[fmt(case.get(c)) for c in columns] for case in cases],
