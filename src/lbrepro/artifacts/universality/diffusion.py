@@ -45,7 +45,7 @@ from lbrepro.core.errors import ConfigError
 from lbrepro.core.ids import add_point
 from lbrepro.core.io import select
 from lbrepro.core.packing import simulation_seconds
-from lbrepro.core.rows import estimate_row, pm, pm_text
+from lbrepro.core.rows import estimate_row, not_converged, pm, pm_text
 from lbrepro.core.stats import Estimate
 from lbrepro.core.verdicts import EmptyComparisonError, Verdict, agrees, estimate
 from lbrepro.models import universality as model
@@ -417,15 +417,15 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Any:
         s = [r for r in sde if r["quantity"] == q]
         simulated(
             ax,
-            [0.0, *(r["t"] for r in s)],
-            [cfg["start"][q], *(r["value"] for r in s)],
-            [cfg["start"][q], *(r["ci_low"] for r in s)],
-            [cfg["start"][q], *(r["ci_high"] for r in s)],
+            [r["t"] for r in s],
+            [r["value"] for r in s],
+            [r["ci_low"] for r in s],
+            [r["ci_high"] for r in s],
             color="k",
             marker="s",
             ls="--",
-            band=True,
             label="JSQ diffusion limit (SDE, dt → 0)",
+            converged=[r.get("converged") for r in s],
         )
     for i, family in enumerate(every):
         c = color(i)
@@ -444,6 +444,7 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Any:
                 [r["ci_high"] for r in sim],
                 color=c,
                 label=lab,
+                converged=[r.get("converged") for r in sim],
             )
         at_T = sorted(
             (r for r in of_family(rows, family, method="sim", quantity="q2") if _t(r) == T),
@@ -458,18 +459,20 @@ def plot(rows: Rows, cfg: Mapping[str, Any]) -> Any:
             color=c,
             ls="-",
             lw=0.8,
+            converged=[r.get("converged") for r in at_T],
         )
     top_N = max((n for f in every for n in _Ns(rows, f)), default=0)
     for ax, q in ((ax_idle, "idle"), (ax_q2, "q2")):
         ax.set(
             xlabel="t (mean service times)",
             ylabel=_NAMES[q],
-            title=f"{_NAMES[q]}, N = {top_N:g}, β = {cfg['beta']:g}",
+            title=f"{_NAMES[q]} from the start, N = {top_N:g}",
         )
     end = [r for r in sde if r["quantity"] == "q2" and _t(r) == T]
     if end:
         ax_n.axhline(end[0]["value"], color="k", ls="--", lw=1)
-        ax_n.axhspan(end[0]["ci_low"], end[0]["ci_high"], color="k", alpha=0.1)
+        if not not_converged(end[0].get("converged")):
+            ax_n.axhspan(end[0]["ci_low"], end[0]["ci_high"], color="k", alpha=0.1)
     ax_n.set(
         xscale="log",
         yscale="log",
@@ -553,7 +556,7 @@ ARTIFACT = Artifact(
         "Q₂/√N = start.q2. Left, middle: the means of the two scaled coordinates over "
         "[0, T] at the largest N per d(N) family (95% Student-t intervals over independent "
         "paths; markers offset in t for legibility), beside the JSQ diffusion limit of "
-        "Eschenfeldt & Gamarnik (squares and band: 95% CI), simulated as a reflected SDE "
+        "Eschenfeldt & Gamarnik (black squares with 95% CIs), simulated as a reflected SDE "
         "(Euler–Maruyama with the reflection of sde.scheme, extrapolated path by path to "
         "dt → 0 through the step sizes sde.dt). Right: E[Q₂/√N] at t = T against N, the "
         "limit's dashed."
