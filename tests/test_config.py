@@ -64,7 +64,7 @@ def _set(config, path, value):
         (("universality-fluid", "d"), [0], "universality-fluid.d[0]"),
         (("universality-fluid", "N"), [1, 100], "universality-fluid.N[0]"),
         (("universality-diffusion", "beta"), 0.0, "universality-diffusion.beta"),
-        (("universality-diffusion", "beta"), 20.0, "universality-diffusion.beta"),  # β ≥ √N
+        (("universality-diffusion", "beta"), 40.0, "universality-diffusion.beta"),  # β ≥ √N
         (("universality-overhead", "d"), [2, 5000], "universality-overhead.d[1]"),  # d > N
         (("seed",), "abc", "seed"),
         (("sed",), 1, "sed"),  # unknown top-level key (typo)

@@ -65,9 +65,9 @@ SMALL: dict[str, dict[str, Any]] = {
                            "N_exit": [150, 250], "exit_reps": 3, "exit_cap": 2000,
                            "N_exit_queueing": [125, 200], "exit_cap_queueing": 1000},
     "universality-fluid": {"N": [100, 300], "d": [2, "sqrtN", "N"], "server_time": 3.0e4},
-    "universality-diffusion": {"N": [100, 400], "d": ["sqrtNlog2N", "N"],
-                               "largest_N_for": ["sqrtNlog2N", "N"], "horizon": 300,
-                               "sde": {"dt": [0.04, 0.02], "horizon": 300, "warmup": 20}},
+    "universality-diffusion": {"N": [100, 400], "d": ["sqrtNlog2N", "N"], "replications": 300,
+                               "sde": {"dt": [0.05, 0.025], "scheme": "bridge",
+                                       "replications": 1000}},
     "universality-overhead": {"N": 200, "d": [1, 2, "sqrtN", "N"], "horizon": 300,
                               "warmup": 30},
 }  # fmt: skip

@@ -299,7 +299,7 @@ UNAFFORDABLE = [
     ("affinity-waiting", {"horizon": 1.0e12}, "affinity-waiting.points"),
     ("affinity-tunneling", {"dt_snap": 1e-6}, "affinity-tunneling.dt_snap"),
     ("universality-fluid", {"server_time": 1.0e15}, "universality-fluid.points"),
-    ("universality-diffusion", {"sde": {"horizon": 1.0e12}}, "universality-diffusion.points"),
+    ("universality-diffusion", {"replications": 10**12}, "universality-diffusion.replications"),
     ("universality-overhead", {"horizon": 1.0e12}, "universality-overhead.points"),
 ]
 

@@ -7,9 +7,8 @@ import math
 
 import pytest
 
-from lbrepro.artifacts.universality import diffusion, fluid, overhead
+from lbrepro.artifacts.universality import fluid, overhead
 from lbrepro.artifacts.universality.families import control_family, d_of, label, with_control
-from lbrepro.artifacts.universality.replications import pool_replications
 from lbrepro.core.claims import DIAGNOSTIC, NOT_REPRODUCED, REPRODUCED, UNDECIDED, gate
 from lbrepro.core.errors import ConfigError
 from lbrepro.core.verdicts import EmptyComparisonError
@@ -260,172 +259,13 @@ def test_unobserved_tail_gets_a_covering_interval():
     assert all(r["converged"] is True and r["batches"] == 20 for r in rows)
 
 
-# ----------------------------------------------------------------------- diffusion
-DIFF_CFG = {
-    "beta": 1.0,
-    "N": [100, 1000, 10000],
-    "d": ["sqrtN", "sqrtNlog2N", "N"],
-    "largest_N_for": ["sqrtNlog2N", "N"],
-    "batches": 20,
-    "horizon": 1000,
-    "warmup": 10,
-}
-SDE_Q2 = 0.82
-SDE = {"method": "sde", "dt": 0.0, "beta": 1.0, "batches": 20, "converged": True}
-
-
-def diffusion_rows(q2_of, idle=1.0):
-    rows = [
-        SDE | {"quantity": "idle", "value": 1.0, "ci_low": 0.98, "ci_high": 1.02},
-        SDE
-        | {"quantity": "q2", "value": SDE_Q2, "ci_low": SDE_Q2 - 0.02, "ci_high": SDE_Q2 + 0.02},
-    ]
-    for family in DIFF_CFG["d"]:
-        for N in diffusion._diffusion_Ns(DIFF_CFG, family):
-            rows += diffusion.exact_rows({"beta": 1.0, "family": family, "N": N})
-            rows.append(sim(family, N, "idle", idle, 0.05))
-            rows.append(sim(family, N, "q2", *q2_of(family, N)))
-    return rows
-
-
-def diffusion_truth(family, N):
-    """JSQ-like families close in on E[X2] from below; ⌈√N⌉ grows like √N."""
-    if family == "sqrtN":
-        return 0.36 * math.sqrt(N), 0.01 * math.sqrt(N)
-    return SDE_Q2 - 1.5 / math.sqrt(N), 0.03
-
-
+# ----------------------------------------------------------------------- d(N) families
 def test_sqrt_n_log2_n_family():
     assert model.d_of_N("sqrtNlog2N", 1000) == 1000  # capped at N
     assert model.d_of_N("sqrtNlog2N", 10**4) == 8484
     assert model.d_of_N("sqrtNlog2N", 10**5) == 41916
     assert model.family_label("sqrtNlog2N") == "d = ⌈√N (log N)²⌉ ∧ N"
     assert "sqrtNlog2N" in model.D_FAMILIES
-
-
-def test_diffusion_points_run_the_largest_n_only_where_needed():
-    cfg = DIFF_CFG | {"horizon": 100, "warmup": 10}
-    cfg["sde"] = {"dt": [0.02, 0.01], "horizon": 100, "warmup": 10, "scheme": "bridge"}
-    points = diffusion.points(cfg)
-    assert "dsqrtNlog2N-N10000" in points and "dN-N10000" in points
-    assert "dsqrtN-N10000" not in points and "dsqrtN-N1000" in points
-    no_top = {k: v for k, v in cfg.items() if k != "largest_N_for"}
-    assert "dsqrtN-N10000" in diffusion.points(no_top)
-    # the diagnostics' run labels are the point ids, replications included (counted by the
-    # pooled rows)
-    rows = diffusion_rows(diffusion_truth)
-    assert diffusion._runs(rows, "N", cfg["N"]) == ["dN-N100", "dN-N1000", "dN-N10000"]
-    split = cfg | {"job_events": 1e6}
-    split_points = diffusion.points(split)
-    jsq = {k: p for k, p in split_points.items() if p.get("family") == "N"}
-    assert any("replication" in p for p in jsq.values())
-    split_rows = [
-        r | ({"replication": p["replication"]} if "replication" in p else {})
-        for p in jsq.values()
-        for r in rows
-        if r["method"] == "sim" and r["family"] == "N" and r["N"] == p["N"]
-    ]
-    assert diffusion._runs(pool_replications(split_rows), "N", cfg["N"]) == list(jsq)
-
-
-def test_diffusion_validation_needs_a_family_above_and_one_below():
-    cfg = DIFF_CFG | {"horizon": 100, "warmup": 10}
-    diffusion.validate(cfg)
-    # the validator names the key inside its section (the pipeline prefixes the artifact id)
-    with pytest.raises(ConfigError, match=r"^d:"):
-        diffusion.validate(cfg | {"d": ["sqrtN", "sqrtNlogN"], "largest_N_for": ["sqrtN"]})
-    diffusion.validate(cfg | {"d": ["sqrtNlog2N", "N"]})  # ⌈√N⌉ is for the figure only
-    with pytest.raises(ConfigError, match=r"^largest_N_for: must include"):
-        diffusion.validate(cfg | {"largest_N_for": ["sqrtN"]})
-    with pytest.raises(ConfigError, match=r"^largest_N_for\[0\]:"):
-        diffusion.validate(cfg | {"largest_N_for": ["logN"]})
-    with pytest.raises(ConfigError, match=r"^beta: must be < √N = 10"):
-        diffusion.validate(cfg | {"beta": 10.0})
-
-
-def test_diffusion_claims_hold_when_the_jsq_limit_is_approached():
-    claims = diffusion.check(diffusion_rows(diffusion_truth), DIFF_CFG)
-    assert [c.kind for c in claims].count(DIAGNOSTIC) == 4
-    assert sum("tends to the JSQ diffusion limit" in c.claim for c in claims) == 2
-    assert_holds(claims)
-    gap = by(claims, "(log N)²⌉ ∧ N, d(N)")
-    assert "N = 10000" in gap.claim and "2.5 margins" in gap.control["distance"]
-    assert gap.margin == pytest.approx(0.1 * SDE_Q2)
-    assert "⌈√N⌉" not in gap.control["claim"]  # a near miss, not the far-off family
-
-
-def test_diffusion_claims_fail_when_the_family_stays_away():
-    def away(family, N):
-        if family == "sqrtNlog2N":  # counterfactual: a fixed offset from the limit
-            return SDE_Q2 - 0.3, 0.03
-        return diffusion_truth(family, N)
-
-    claims = diffusion.check(diffusion_rows(away), DIFF_CFG)
-    assert by(claims, "(log N)²⌉ ∧ N, d(N)").outcome == NOT_REPRODUCED
-    # JSQ's claim is untouched.
-    assert by(claims, "d = N, d(N)").status == REPRODUCED
-
-
-def test_diffusion_claim_straddling_its_margin_is_undecided():
-    def edge(family, N):
-        if family == "N":  # one margin below the limit: the interval straddles it
-            return SDE_Q2 - 0.082, 0.03
-        return diffusion_truth(family, N)
-
-    c = by(diffusion.check(diffusion_rows(edge), DIFF_CFG), "d = N, d(N)")
-    assert c.status == UNDECIDED and "half-width" in c.needs
-
-
-def test_diffusion_near_miss_limit_is_told_apart():
-    # the data sit on the near miss (2.5 margins below E[X₂]): the claim fails, the control
-    # is reproduced
-    def shifted(family, N):
-        if family == "N":
-            return SDE_Q2 - 2.5 * 0.082, 0.02
-        return diffusion_truth(family, N)
-
-    c = by(diffusion.check(diffusion_rows(shifted), DIFF_CFG), "d = N, d(N)")
-    assert c.outcome == NOT_REPRODUCED and c.control["outcome"] == REPRODUCED
-
-
-def test_diffusion_diagnostic_fails_when_work_is_not_conserved():
-    claims = gate(diffusion.check(diffusion_rows(diffusion_truth, idle=1.4), DIFF_CFG))
-    bad = [c for c in claims if c.kind == DIAGNOSTIC and not c.passed]
-    assert len(bad) == 3 and all("work conservation" in c.claim for c in bad)
-    assert all(c.status == UNDECIDED and c.invalid for c in claims if c.kind == "verdict")
-
-
-def test_claims_on_replications_equal_claims_on_their_pooled_rows():
-    """The check pools replications first: splitting a point changes no claim of equal data."""
-    rows = diffusion_rows(diffusion_truth)
-    split = []
-    for r in rows:
-        if r["method"] == "sim" and r["N"] == 10000:
-            half = (r["ci_high"] - r["ci_low"]) / 2
-            # Two replications with the same mean and √2 the half-width pool back to r
-            # (up to the t quantiles' degrees of freedom).
-            for i in (1, 2):
-                split.append(
-                    r
-                    | {"replication": i, "batches": 200}
-                    | {"ci_low": r["value"] - math.sqrt(2) * half}
-                    | {"ci_high": r["value"] + math.sqrt(2) * half}
-                )
-        else:
-            split.append(r)
-
-    def outcomes(table: list[dict]) -> list[tuple]:
-        """Each claim's text, outcome and control outcome."""
-        claims = diffusion.check(table, DIFF_CFG)
-        return [(c.claim, c.outcome, c.control and c.control["outcome"]) for c in claims]
-
-    assert outcomes(split) == outcomes(rows)
-    assert any("replication" in r for r in split)
-
-
-def test_diffusion_empty_table_fails_loudly():
-    with pytest.raises(EmptyComparisonError):
-        diffusion.check([], DIFF_CFG)
 
 
 # ------------------------------------------------------------------------ overhead

@@ -38,9 +38,9 @@ process with one queue's correlation time — so a slow run must also span
 
 **Event budget.** Before simulating, a run states its expected event count (≈ event rate ×
 horizon, logged) and refuses to start one beyond the budget — default
-:data:`DEFAULT_MAX_EVENTS` = 10¹⁰ events, 1.8× the largest runs of the full config (the
-universality-diffusion points at N = 10⁵: 2 × λN × 28 050 ≈ 5.6·10⁹ events, 15–20 CPU-minutes
-each at the kernel's 5–10 M events/s) — unless the budget is raised with ``--max-events`` on
+:data:`DEFAULT_MAX_EVENTS` = 10¹⁰ events, well above the largest runs of the full config (the
+stationary universality-diffusion points at N = 10⁵ were 5.6·10⁹ events; its finite-horizon
+points are now 1.6·10⁹) — unless the budget is raised with ``--max-events`` on
 ``lbrepro simulate`` or ``simulation.max_events`` in the config; the error names both and
 quotes the estimate. An extension (doubling) is made only while the doubled run stays within
 the budget, so the budget also bounds what the data-driven run length can cost.

@@ -12,7 +12,7 @@ import numpy as np
 from lbrepro.artifacts.registry import Rows
 from lbrepro.core import footprint
 from lbrepro.core.args import run_options
-from lbrepro.core.packing import queue_simulation_seconds, simulation_seconds
+from lbrepro.core.packing import queue_simulation_seconds
 from lbrepro.core.rows import estimate_row
 from lbrepro.models import universality as model
 from lbrepro.sim.occupancy import EVENTS_PER_SECOND, OccupancySimResult
@@ -40,23 +40,11 @@ def load_cost(p: Mapping[str, Any]) -> float:
 #: Bytes per server of the kernels (queue lengths, the without-replacement sampling's
 #: permutation and positions, int64 each, and the start state).
 BYTES_PER_SERVER = 40
-#: Seconds of one Euler–Maruyama step of the JSQ diffusion at the finest dt (all dts share
-#: one Brownian path; a lower bound of the compiled loop).
-SDE_STEP_SECONDS = 2e-8
 
 
 def point_memory(p: Mapping[str, Any]) -> footprint.Footprint:
-    """Bytes of a point: the kernel's per-server arrays (the SDE point keeps a few numbers
-    per dt), and its rows."""
-    if "N" not in p:
-        return {"sde": footprint.rows(8 * len(p["dts"]) + 8)}
+    """Bytes of a point: the kernel's per-server arrays and its rows."""
     return {"N": BYTES_PER_SERVER * p["N"], "d": footprint.rows(64)}
-
-
-def sde_cost(p: Mapping[str, Any]) -> float:
-    """Seconds of the SDE point: (horizon + warm-up)/min(dt) steps."""
-    steps = (p["horizon"] + p["warmup"]) / min(p["dts"])
-    return simulation_seconds(0.0, EVENTS_PER_SECOND) + steps * SDE_STEP_SECONDS
 
 
 def unobserved_bound(sim: Any) -> float:
