@@ -1247,6 +1247,11 @@ INTERRUPTED = [
 ]  # fmt: skip
 
 
+def _sigint_default() -> None:
+    """SIGINT's default disposition, in the child before it runs lbrepro."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("argv", INTERRUPTED, ids=[a[0] for a in INTERRUPTED])
 def test_ctrl_c_stops_a_simulation_within_a_second(argv: list[str]) -> None:
@@ -1262,6 +1267,9 @@ def test_ctrl_c_stops_a_simulation_within_a_second(argv: list[str]) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # As from a terminal: a test run started in the background of a shell without job
+        # control inherits SIGINT ignored, and so would lbrepro (it then, rightly, ignores it).
+        preexec_fn=_sigint_default,
     )
     # Wait for the simulation's child process (the kernel running), at most 5 minutes.
     import psutil
