@@ -125,6 +125,16 @@ def test_fluid_judged_step_is_the_last_one_the_remainder_cannot_hide():
     assert fluid.judged_step(rows, "sqrtNlogN", full) is None
 
 
+def test_fluid_validate_refuses_a_family_its_sweep_cannot_decide():
+    """A growing family with no judgeable step could only be undecided: refused before any
+    run, naming the key; the same family is accepted where the sweep resolves it."""
+    cfg = FLUID_CFG | {"lam": LAM, "N": [100, 1000, 10000, 100000]}
+    with pytest.raises(ConfigError, match="sqrtNlogN") as err:
+        fluid.validate(cfg | {"d": [2, "logN", "sqrtNlogN"]})
+    assert err.value.key == "d"
+    fluid.validate(cfg | {"d": [2, "logN", "sqrtN", "N"]})
+
+
 def test_fluid_exact_rows_are_the_fluid_values_the_claims_compare():
     rows = fluid.exact_rows({"lam": LAM, "family": "logN", "N": 1000})
     assert d_of(rows, "logN", 1000) == 7 and label(rows, "logN") == "d = ⌈log N⌉"

@@ -575,7 +575,7 @@ ARTIFACT = Artifact(
         "start, not convergence of the stationary distributions (an interchange of limits it "
         "does not claim): the artifact compares the means of the scaled process at a few "
         "times of [0, T] from one start. β, the start, the times, the sweep N, the d(N) "
-        "families and the control are our choice (the seed's figures are missing). The "
+        "families and the control are our choice (the paper's figures are not in its text). The "
         "N-server start is the state nearest the scaled one (Q₁ = N − round(idle·√N), "
         "Q₂ = round(q2·√N), no server with 3 jobs): an O(1/√N) difference, part of the "
         "finite-N remainder.",

@@ -73,7 +73,8 @@ def _fluid_families(cfg: Mapping[str, Any]) -> list[str]:
 
 
 def validate(cfg: Mapping[str, Any]) -> None:
-    """Refuse an unstable load, bad families, no growing family, or an unsamplable control."""
+    """Refuse an unstable load, bad families, no growing family, an unsamplable control, or a
+    growing family whose claim the sweep cannot decide (no step the remainder cannot hide)."""
     check_stable_load("lam", cfg["lam"])
     validate_families("d", cfg["d"], cfg["N"])
     if not any(not is_fixed(str(f)) for f in cfg["d"]):
@@ -88,6 +89,21 @@ def validate(cfg: Mapping[str, Any]) -> None:
             f"the control fixed d = ⌈log N⌉ = {control} at the largest N cannot be sampled "
             f"without replacement from the smallest N = {min(cfg['N'])}",
         )
+    Ns = sorted(cfg["N"])
+    for family in (str(f) for f in cfg["d"]):
+        if is_fixed(family) or family == "N" or len(Ns) < 2:
+            continue
+        rows = [r for N in Ns for r in exact_rows({"lam": cfg["lam"], "family": family, "N": N})]
+        if judged_step(rows, family, Ns) is None:
+            # Known before any run: the claim could only be undecided, by design.
+            raise ConfigError(
+                "d",
+                f"family {family}: at no step of N = {', '.join(f'{N:g}' for N in Ns)} do "
+                f"its d(N) and a d(N) capped one step earlier predict q₂ apart by more than "
+                f"the finite-N remainder {_REMAINDER:g}/N, so its claim q₂ → 0 cannot be "
+                "decided on this sweep: add a smaller N where λ^(d(N)+1) exceeds "
+                f"{_REMAINDER:g}/N, or drop the family",
+            )
 
 
 def points(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
