@@ -89,7 +89,7 @@ def validate(cfg: Mapping[str, Any]) -> None:
             f"the control fixed d = ⌈log N⌉ = {control} at the largest N cannot be sampled "
             f"without replacement from the smallest N = {min(cfg['N'])}",
         )
-    Ns = sorted(cfg["N"])
+    Ns = sorted(set(cfg["N"]))  # a repeated N is the points' own error (a duplicate point)
     for family in (str(f) for f in cfg["d"]):
         if is_fixed(family) or family == "N" or len(Ns) < 2:
             continue
