@@ -332,7 +332,8 @@ def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
         Ns = _Ns(rows, family)
         if not Ns:
             raise EmptyComparisonError(f"no simulated rows of d(N) family {family!r}")
-        verdicts = {N: _compare(_sim(rows, family, N), sde, N) for N in Ns}
+        sims = {N: _sim(rows, family, N) for N in Ns}  # each read once from the table
+        verdicts = {N: _compare(sims[N], sde, N) for N in Ns}
         top = Ns[-1]
         claim = verdicts[top]
         d = [d_of(rows, family, N) for N in Ns]
@@ -340,13 +341,13 @@ def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
             f"{dN / (math.sqrt(N) * math.log(N)):.3g}" for dN, N in zip(d, Ns, strict=True)
         )
         by_N = "; ".join(
-            f"N = {N:g}: {v.outcome}, largest gap "
-            f"{largest_gap(_sim(rows, family, N), sde):.3g} margins"
+            f"N = {N:g}: {v.outcome}, largest gap {largest_gap(sims[N], sde):.3g} margins"
             for N, v in verdicts.items()
         )
         if ctrl_N is not None:
             assert control is not None
-            ctrl = _compare(_sim(rows, control, ctrl_N), sde, ctrl_N)
+            ctrl_sim = _sim(rows, control, ctrl_N)
+            ctrl = _compare(ctrl_sim, sde, ctrl_N)
             what = (
                 f"{label(rows, control)} (below the condition) at N = {ctrl_N:g}, the largest N "
                 "where its predicted gap is ≥ 3 margins, agrees with the limit as well"
@@ -354,12 +355,12 @@ def check(rows: Rows, cfg: Mapping[str, Any]) -> list[Claim]:
             distance = (
                 f"predicted {predicted_gap(rows, control, ctrl_N, sde):.3g} margins from the "
                 f"limit at N = {ctrl_N:g}; measured "
-                f"{largest_gap(_sim(rows, control, ctrl_N), sde):.3g}"
+                f"{largest_gap(ctrl_sim, sde):.3g}"
             )
             ctrl_note = ctrl_text
         else:
-            worst = max(sde, key=lambda k: abs(difference(_sim(rows, family, top)[k], sde[k]).mean))
-            gap = difference(_sim(rows, family, top)[worst], sde[worst])
+            worst = max(sde, key=lambda k: abs(difference(sims[top][k], sde[k]).mean))
+            gap = difference(sims[top][worst], sde[worst])
             shift = math.copysign(_NEAR * margin_of(sde[worst].mean), gap.mean)
             ctrl = agrees(
                 [gap],
