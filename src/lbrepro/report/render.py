@@ -89,7 +89,7 @@ def write_run_config(config: Mapping[str, Any], path: Path) -> Path:
     """Write the run's whole config as YAML (what the regenerate commands pass back)."""
     text = (
         "# The config of the run this report shows (lbrepro writes it with the report).\n"
-        "# Rerun with it: snakemake --cores all --configfile " + path.as_posix() + "\n"
+        "# Rerun with it: snakemake --configfile " + path.as_posix() + " --cores all\n"
     )
     text += yaml.safe_dump(dict(config), sort_keys=False, allow_unicode=True)
     atomic_write_text(path, text)
