@@ -1482,6 +1482,152 @@ def test_list_has_a_header_and_the_papers_names(capsys: pytest.CaptureFixture[st
     assert "baseline" in tail
 
 
+# ------------------------------------- Snakemake's own errors, signals, the repository itself
+def _shown_snakemake_commands() -> list[tuple[str, str]]:
+    """Every `snakemake` command line a user is shown: the README's and docs' code blocks
+    (continuation lines joined, after `&&`), the workflow's header and the report's config."""
+    import re
+    import shlex
+
+    from lbrepro.report.render import write_run_config
+
+    root = Path(__file__).resolve().parents[1]
+    found: list[tuple[str, str]] = []
+    for doc in [root / "README.md", root / "bench" / "README.md", *sorted(root.glob("docs/*.md"))]:
+        for block in re.findall(r"```[a-z]*\n(.*?)```", doc.read_text(), flags=re.S):
+            for line in block.replace("\\\n", " ").splitlines():
+                for part in line.split("&&"):
+                    if part.split()[:1] == ["snakemake"]:
+                        found.append((doc.name, shlex.join(shlex.split(part, comments=True))))
+    for line in (root / "workflow" / "Snakefile").read_text().splitlines()[:5]:
+        if line.startswith("#   snakemake"):
+            found.append(("workflow/Snakefile", line[1:].split("#")[0].strip()))
+    config = root / "report-config-for-a-test.yaml"  # only its text is used, never written
+    text = _written_text(lambda path: write_run_config({"seed": 1}, path), config)
+    found += [("report/config.yaml", ln.split(": ", 1)[1]) for ln in text if "snakemake" in ln]
+    return found
+
+
+def _written_text(write: Callable[[Path], Any], path: Path) -> list[str]:
+    """The lines ``write(path)`` would write, written to a temporary directory instead."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        target = Path(tmp) / path.name
+        write(target)
+        return target.read_text().replace(str(target), path.name).splitlines()
+
+
+#: Was: the README's quick command ended in `--configfile config/config.yaml config/quick.yaml`;
+#: a target typed after it was read as a third config file (a 27-line FileNotFoundError from
+#: Snakemake's command line, before any line of the workflow runs).
+@pytest.mark.parametrize("place_command", _shown_snakemake_commands(), ids=lambda c: c[1][:60])
+def test_every_shown_command_takes_a_target_after_it(place_command: tuple[str, str]) -> None:
+    import shlex
+
+    from snakemake.cli import get_argument_parser
+
+    place, command = place_command
+    target = "results/supermarket/supermarket-tail.csv"
+    args = get_argument_parser().parse_args([*shlex.split(command)[1:], target])
+    assert target in args.targets, f"{place}: `{command} {target}` does not take the target"
+    assert all(Path(f).suffix in {".yaml", ".yml"} for f in args.configfile or []), command
+
+
+@pytest.mark.slow
+def test_unwritable_checkout_is_one_line(tmp_path: Path) -> None:
+    """Snakemake in a working directory it cannot write (was: a traceback from inside
+    Snakemake, `.snakemake`'s PermissionError or read-only file system): one line, exit 2.
+    Root passes every mode check, so for root the directory is a read-only bind mount in a
+    mount namespace of the test's own."""
+    import os
+    import shutil
+
+    from conftest import ROOT
+
+    tree = tmp_path / "checkout"
+    tree.mkdir()
+    shutil.copytree(ROOT / "config", tree / "config")
+    command = [
+        sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"), "-n",
+        "--cores", "1", "--directory", str(tree),
+    ]  # fmt: skip
+    if os.geteuid() != 0:
+        tree.chmod(0o555)
+    else:
+        if shutil.which("unshare") is None:
+            pytest.skip("root without unshare(1): no way to make a directory read-only to it")
+        mount = f"mount --bind {tree} {tree} && mount -o remount,ro,bind {tree} {tree}"
+        probe = subprocess.run(["unshare", "-m", "sh", "-c", mount], capture_output=True)
+        if probe.returncode != 0:
+            pytest.skip("no mount namespace here (unshare -m): " + probe.stderr.decode()[-200:])
+        command = ["unshare", "-m", "sh", "-c", mount + ' && exec "$@"', "sh", *command]
+    try:
+        run = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    finally:
+        tree.chmod(0o755)
+    assert run.returncode == 2, run.stderr[-2000:]
+    assert "Traceback" not in run.stderr, run.stderr[-2000:]
+    lines = [ln for ln in run.stderr.splitlines() if ln.startswith("lbrepro: ")]
+    assert len(lines) == 1 and "cannot write in the working directory" in lines[0], run.stderr
+    assert str(tree) in lines[0], lines[0]
+
+
+#: SIGHUP (the terminal closed) and SIGTERM (`kill <pid>`) to a running `snakemake`: was, for
+#: SIGHUP, Snakemake died, its job ran on orphaned and a rerun started the same job beside it.
+#: Now the run ends its jobs at once (lbrepro.core.run_signals) and the plain rerun resumes.
+#: The machinery is tests/test_resume.py's, which keeps SIGINT and SIGKILL.
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGTERM], ids=lambda s: s.name)
+def test_hangup_or_terminate_ends_the_jobs_and_the_rerun_resumes(
+    tmp_path: Path, sig: signal.Signals
+) -> None:
+    from test_resume import resumes_after
+
+    resumes_after(tmp_path, sig)
+
+
+#: Was: bench/bench_kernel.py, bench/README.md and README.md read or named the C reference in
+#: ../shared/bench (and an absolute fallback path): the repository needs nothing outside itself.
+def test_the_repository_names_no_path_outside_itself() -> None:
+    import re
+
+    root = Path(__file__).resolve().parents[1]
+    outside = re.compile(r"(\.\./)+shared\b|/(work|root|home)/")
+    files = [root / "README.md", *root.glob("docs/*.md"), *root.glob(".ci/*")]
+    files += [p for d in ("bench", "src", "workflow", "config") for p in (root / d).rglob("*")]
+    hits = [
+        f"{p.relative_to(root)}: {m.group(0)}"
+        for p in files
+        if p.is_file() and p.suffix in {"", ".py", ".md", ".sh", ".c", ".smk", ".yaml", ".j2"}
+        for m in [outside.search(p.read_text(errors="replace"))]
+        if m
+    ]
+    assert not hits, hits
+    assert (root / "bench" / "refsim_supermarket.c").is_file()
+
+
+#: Was: core/runlock.py read /proc by hand (Linux only) to tell whether a run's process is gone;
+#: psutil tells existence and start time portably. Here runlock itself cannot open /proc.
+def test_whether_a_run_is_gone_needs_no_proc(monkeypatch: pytest.MonkeyPatch) -> None:
+    import builtins
+
+    from lbrepro.core import runlock
+
+    def no_proc(path: Any, *args: Any, **kwargs: Any) -> Any:
+        if str(path).startswith("/proc/"):
+            raise PermissionError(13, "no /proc here", str(path))
+        return builtins.open(path, *args, **kwargs)
+
+    monkeypatch.setattr(runlock, "open", no_proc, raising=False)  # runlock's own reads only
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    here = runlock.identity()
+    assert here["start_time"] is not None and here["boot_time"] is not None, here
+    assert not runlock.holder_is_gone(runlock.identity(), here)  # this process: alive
+    assert runlock.holder_is_gone({**here, "pid": dead.pid, "start_time": 1.0}, here)
+
+
 # ==================================================================================================
 # Issue 34, round 4: configs Snakemake would read first; results tied to what made them (a
 # file's digest record says its seed, parameters and code: lbrepro.core.manifest); healing

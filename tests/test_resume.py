@@ -1,6 +1,7 @@
-"""Interrupt a running Snakemake mid-job (SIGINT, SIGTERM, SIGHUP, SIGKILL): no job outlives a
-run ended by SIGTERM or SIGHUP, and the plain rerun command resumes and completes — no
---unlock, no --rerun-incomplete to remember."""
+"""Interrupt a running Snakemake mid-job (SIGINT, SIGKILL here; SIGTERM and SIGHUP as rows of
+tests/test_hostile_inputs.py, through :func:`resumes_after`): no job outlives a run ended by
+SIGTERM or SIGHUP, and the plain rerun command resumes and completes — no --unlock, no
+--rerun-incomplete to remember."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from lbrepro.core import runlock
@@ -119,22 +121,19 @@ def _tail(cwd: Path) -> str:
 
 
 def _children_of_session(sid: int) -> bool:
-    """Whether any process of the interrupted run's session is still alive (Linux /proc)."""
-    for stat in Path("/proc").glob("[0-9]*/stat"):
+    """Whether any process of the interrupted run's session is still alive (not a zombie)."""
+    for proc in psutil.process_iter():
         try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[3]) == sid and fields[0] != "Z":  # session id, not a zombie
-            return True
+            if os.getsid(proc.pid) == sid and proc.status() != psutil.STATUS_ZOMBIE:
+                return True
+        except (OSError, psutil.Error):
+            continue  # gone meanwhile, or not ours to ask
     return False
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize(
-    "sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL], ids=lambda s: s.name
-)
-def test_plain_rerun_resumes_after_interruption(tmp_path: Path, sig: signal.Signals) -> None:
+def resumes_after(tmp_path: Path, sig: signal.Signals) -> None:
+    """Interrupt the run with ``sig`` mid-job; the plain rerun command completes it (SIGHUP
+    and SIGTERM are rows of tests/test_hostile_inputs.py, which calls this)."""
     cmd = _command(tmp_path)
     _interrupt(cmd, tmp_path, sig)
     assert not (tmp_path / TARGET).exists()
@@ -145,6 +144,12 @@ def test_plain_rerun_resumes_after_interruption(tmp_path: Path, sig: signal.Sign
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     assert (tmp_path / TARGET).exists()
     assert not list((tmp_path / ".snakemake" / "locks").glob("*.lock"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=lambda s: s.name)
+def test_plain_rerun_resumes_after_interruption(tmp_path: Path, sig: signal.Signals) -> None:
+    resumes_after(tmp_path, sig)
 
 
 def test_stale_locks_are_cleared_only_when_their_run_is_gone(tmp_path: Path) -> None:
