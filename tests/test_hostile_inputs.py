@@ -1534,6 +1534,20 @@ def test_every_shown_command_takes_a_target_after_it(place_command: tuple[str, s
     assert all(Path(f).suffix in {".yaml", ".yml"} for f in args.configfile or []), command
 
 
+def test_unwritable_names_the_directory_and_why(tmp_path: Path) -> None:
+    """The check itself: a writable directory passes; one where `.snakemake` cannot be made
+    (here a file of that name) is named, with the system's reason, in one line."""
+    from lbrepro.core.workdir import unwritable
+
+    assert unwritable(tmp_path) is None and (tmp_path / ".snakemake").is_dir()
+    blocked = tmp_path / "blocked\nline"
+    blocked.mkdir()
+    (blocked / ".snakemake").write_text("")
+    problem = unwritable(blocked)
+    assert problem is not None and "\n" not in problem and "File exists" in problem, problem
+    assert repr(str(blocked)) in problem
+
+
 @pytest.mark.slow
 def test_unwritable_checkout_is_one_line(tmp_path: Path) -> None:
     """Snakemake in a working directory it cannot write (was: a traceback from inside
