@@ -1276,8 +1276,11 @@ def test_ctrl_c_stops_a_simulation_within_a_second(argv: list[str]) -> None:
 
     deadline = time.monotonic() + 300
     while not psutil.Process(proc.pid).children() and time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail("the simulation ended before it was interrupted: " + proc.stderr.read())
         time.sleep(0.2)
     time.sleep(3.0)  # into the kernel
+    assert proc.poll() is None, "the simulation ended before it was interrupted"
     start = time.monotonic()
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
