@@ -1384,9 +1384,9 @@ DIFF_CASES = [
         "\n0 claims in both: 0 changed",
     ),
     (
-        "shared-text-flip",
-        [_entry("u_k ok"), _entry("u_k ok")],
-        [_entry("u_k ok"), _entry("u_k ok", "not reproduced")],
+        "shared-text-flip",  # the first of two claims sharing a text flips (a dict by text
+        [_entry("u_k ok"), _entry("u_k ok")],  # kept the second, and saw no change)
+        [_entry("u_k ok", "not reproduced"), _entry("u_k ok")],
         "1 changed status",
         "0 changed status",
     ),
