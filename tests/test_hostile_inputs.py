@@ -1574,7 +1574,9 @@ TINY_SEED = 20240501
 TAIL_JOB = "results/supermarket/supermarket-tail/jobs/rho0.9-d2.csv"
 TAIL_EXTENSION = "results/supermarket/supermarket-tail/extended.csv"
 TAIL_TABLE = "results/supermarket/supermarket-tail.csv"
+TAIL_CHECKS = "results/supermarket/supermarket-tail.checks.json"
 TAIL_FIGURE = "figures/supermarket/supermarket-tail.png"
+TAIL_SVG = "figures/supermarket/supermarket-tail.svg"
 
 
 def _tiny(tree: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -1583,13 +1585,25 @@ def _tiny(tree: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return _workflow(tree, "--configfile", str(tree / "tiny.yaml"), *args)
 
 
+#: The tiny run with one parameter changed (not the seed): its horizon.
+TINY_OTHER_PARAMETER = TINY_RUN.replace("horizon: 400", "horizon: 500")
+
+
+def _tiny_other_parameter(tree: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The tiny run with TINY_OTHER_PARAMETER (tree/other.yaml) in ``tree``."""
+    assert TINY_OTHER_PARAMETER != TINY_RUN
+    (tree / "other.yaml").write_text(TINY_OTHER_PARAMETER)
+    return _workflow(tree, "--configfile", str(tree / "other.yaml"), *args)
+
+
 @pytest.fixture(scope="module")
 def tiny_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """The tiny run made twice, once per module: with its own seed and with `--config seed=5`."""
+    """The tiny run made three times, once per module: with its own seed, with `--config
+    seed=5`, and with another parameter (a longer horizon: TINY_OTHER_PARAMETER)."""
     runs = {}
-    for name, extra in (("default", ()), ("seed5", ("--config", "seed=5"))):
+    for name, extra in (("default", ()), ("seed5", ("--config", "seed=5")), ("horizon", ())):
         tree = tmp_path_factory.mktemp(f"tiny-{name}")
-        run = _tiny(tree, *extra)
+        run = _tiny(tree, *extra) if name != "horizon" else _tiny_other_parameter(tree)
         assert run.returncode == 0, run.stderr[-3000:]
         runs[name] = tree
     return runs
@@ -1617,31 +1631,49 @@ def _seeds(path: Path) -> set[int]:
     return {int(r["seed"]) for r in read_table(path) if r.get("seed") not in (None, "")}
 
 
-#: Results tied to what made them: a file (with its digest record) copied from a run with
-#: `--config seed=5` into a run of the default seed is not used, whatever its mtime — it is
-#: removed with one line and made again (was: collected as it was, seed 5 in the table).
-STALE_COPIES = [TAIL_JOB, TAIL_EXTENSION]
+#: Results tied to what made them: (case, the run it is copied from, the file, what the one
+#: line says). A file (with its digest record) copied from a run with `--config seed=5`, or
+#: with another parameter, into a run of the default config is not used, whatever its mtime —
+#: it is removed with one line and made again (was: collected as it was, seed 5 in the table).
+#: Every kind of output: job table, extension, table, checks, figure, report and its config.
+OTHER_SEED = f"made with seed 5, not {TINY_SEED}"
+OTHER_PARAMETERS = "made with other parameters than the config gives"
+STALE_COPIES = [
+    ("job-table", "seed5", TAIL_JOB, OTHER_SEED),
+    ("extension", "seed5", TAIL_EXTENSION, OTHER_SEED),
+    ("table", "seed5", TAIL_TABLE, OTHER_SEED),
+    ("checks", "seed5", TAIL_CHECKS, OTHER_SEED),
+    ("figure", "seed5", TAIL_FIGURE, OTHER_SEED),
+    ("report", "seed5", "report/index.html", OTHER_SEED),
+    ("report-config", "seed5", "report/config.yaml", OTHER_SEED),
+    ("job-table-other-horizon", "horizon", TAIL_JOB, OTHER_PARAMETERS),
+    ("table-other-horizon", "horizon", TAIL_TABLE, OTHER_PARAMETERS),
+]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("rel", STALE_COPIES, ids=["job-table", "extension"])
-def test_output_of_another_seed_is_not_used(
-    tiny_runs: dict[str, Path], tmp_path: Path, rel: str
+@pytest.mark.parametrize(
+    ("case", "source", "rel", "why"), STALE_COPIES, ids=[c[0] for c in STALE_COPIES]
+)
+def test_output_of_another_config_is_not_used(
+    tiny_runs: dict[str, Path], tmp_path: Path, case: str, source: str, rel: str, why: str
 ) -> None:
     import shutil
 
     from lbrepro.core.manifest import digest_path, read_digest
 
     tree = _copy_of(tiny_runs, tmp_path)
-    other = tiny_runs["seed5"] / rel
-    assert _seeds(other) == ({5} if rel == TAIL_JOB else set())
+    other = tiny_runs[source] / rel
+    assert read_digest(other)["made_by"] != read_digest(tree / rel)["made_by"]
     shutil.copy2(other, tree / rel)
     shutil.copy2(digest_path(other), digest_path(tree / rel))
     run = _tiny(tree)
-    _said_once(run, rel, f"made with seed 5, not {TINY_SEED}")
-    assert _seeds(tree / rel) <= {TINY_SEED}  # (the extension of this run holds no rows)
-    assert read_digest(tree / rel)["made_by"]["seed"] == TINY_SEED
+    _said_once(run, rel, why)
+    assert read_digest(tree / rel)["made_by"] == read_digest(tiny_runs["default"] / rel)["made_by"]
+    if rel.endswith(".csv"):  # the same seed makes the same numbers
+        assert (tree / rel).read_bytes() == (tiny_runs["default"] / rel).read_bytes()
     assert _seeds(tree / TAIL_TABLE) == {TINY_SEED}
+    assert yaml.safe_load((tree / "report" / "config.yaml").read_text()) == yaml.safe_load(TINY_RUN)
 
 
 @pytest.mark.slow
@@ -1711,13 +1743,39 @@ def _empty(path: Path) -> None:
     path.write_bytes(b"")
 
 
+def _header_only(path: Path) -> None:
+    """The table keeps its header line, no row."""
+    path.write_text(path.read_text().splitlines(keepends=True)[0])
+
+
+def _edit_one_verdict(path: Path) -> None:
+    """A claim's outcome turned to "reproduced" by hand, the size (JSON spaces) and the mtime
+    kept: only its bytes' digest finds it."""
+    import os
+
+    before = os.stat(path)
+    text = path.read_text()
+    old, new = '"outcome": "not reproduced"', '"outcome": "reproduced"    '
+    assert old in text and len(old) == len(new)
+    path.write_text(text.replace(old, new, 1))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+
 #: Healing: (case, the file damaged, how, what the one line says). Each is rebuilt, and its
-#: record verifies again (was: used as it was, or a traceback on every rerun).
+#: record verifies again (was: used as it was, or a traceback on every rerun). Every kind of
+#: output: job table (cut, emptied, header only), extension, table, checks, figure, report.
 HEALED = [
     ("table-truncated", TAIL_TABLE, _truncate_half, "truncated or changed"),
     ("table-one-value-edited", TAIL_TABLE, _edit_one_value, "changed after it was written"),
     ("job-table-cut-at-a-row", TAIL_JOB, _cut_at_a_row, "truncated or changed"),
+    ("job-table-0-bytes", TAIL_JOB, _empty, "0 bytes"),
+    ("job-table-header-only", TAIL_JOB, _header_only, "truncated or changed"),
+    ("extension-truncated", TAIL_EXTENSION, _truncate_half, "truncated or changed"),
+    ("checks-truncated", TAIL_CHECKS, _truncate_half, "truncated or changed"),
+    ("checks-one-verdict-edited", TAIL_CHECKS, _edit_one_verdict, "changed after it was written"),
     ("figure-0-bytes", TAIL_FIGURE, _empty, "0 bytes"),
+    ("figure-truncated", TAIL_FIGURE, _truncate_half, "truncated or changed"),
+    ("report-0-bytes", "report/index.html", _empty, "0 bytes"),
 ]
 
 
@@ -1742,6 +1800,35 @@ def test_damaged_output_is_rebuilt_with_one_line(
     assert verify(tree / rel) is None
     if rel.endswith(".csv"):  # the same seed makes the same numbers
         assert (tree / rel).read_bytes() == original
+
+
+@pytest.mark.slow
+def test_mtime_triggers_and_another_parameter_give_results_of_that_parameter(
+    tiny_runs: dict[str, Path], tmp_path: Path
+) -> None:
+    """`--rerun-triggers mtime` after a parameter (not the seed) changed: every table, the
+    report and its config are those of the new parameter — the same bytes as a run made with
+    it from scratch."""
+    from lbrepro.core.manifest import read_digest
+
+    tree = _copy_of(tiny_runs, tmp_path)
+    run = _tiny_other_parameter(tree, "--rerun-triggers", "mtime")
+    assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr[-3000:]
+    other = tiny_runs["horizon"]
+    assert yaml.safe_load((tree / "report" / "config.yaml").read_text()) == yaml.safe_load(
+        TINY_OTHER_PARAMETER
+    )
+    for rel in (TAIL_JOB, TAIL_EXTENSION, TAIL_TABLE):
+        assert (tree / rel).read_bytes() == (other / rel).read_bytes(), rel
+    for rel in (
+        TAIL_JOB,
+        TAIL_EXTENSION,
+        TAIL_TABLE,
+        TAIL_CHECKS,
+        TAIL_FIGURE,
+        "report/index.html",
+    ):
+        assert read_digest(tree / rel)["made_by"] == read_digest(other / rel)["made_by"], rel
 
 
 #: Unknown targets: one line naming the target and exit 2, while the DAG is built (was: a
