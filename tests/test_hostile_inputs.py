@@ -1802,6 +1802,75 @@ def test_damaged_output_is_rebuilt_with_one_line(
         assert (tree / rel).read_bytes() == original
 
 
+def _record_deleted(path: Path) -> None:
+    from lbrepro.core.manifest import digest_path
+
+    digest_path(path).unlink()
+
+
+def _record_emptied(path: Path) -> None:
+    from lbrepro.core.manifest import digest_path
+
+    digest_path(path).write_bytes(b"")
+
+
+def _record_says_seed_5(path: Path) -> None:
+    """The record's seed edited by hand, its digest (and the file) kept."""
+    from lbrepro.core.manifest import digest_path
+
+    record = json.loads(digest_path(path).read_text())
+    record["made_by"]["seed"] = 5
+    digest_path(path).write_text(json.dumps(record, indent=1) + "\n")
+
+
+def _record_of_the_png(path: Path) -> None:
+    """The record of another file of the same job (the PNG's) copied over this one's."""
+    import shutil
+
+    from lbrepro.core.manifest import digest_path
+
+    shutil.copy2(digest_path(path.with_suffix(".png")), digest_path(path))
+
+
+#: Digest records damaged, the file itself intact: (case, the file, how its record is
+#: damaged, what the one line says). Each file is made again and its record says what made
+#: it. The seed edited in a record (its digest kept) was believed: the record went on naming
+#: seed 5 for a table and a report of the run's own seed; only the digest was compared.
+RECORD_DAMAGED = [
+    ("table-record-deleted", TAIL_TABLE, _record_deleted, "no digest record"),
+    ("job-table-record-emptied", TAIL_JOB, _record_emptied, "no digest record"),
+    ("table-record-seed-edited", TAIL_TABLE, _record_says_seed_5, "record was changed"),
+    ("report-record-seed-edited", "report/index.html", _record_says_seed_5, "record was changed"),
+    ("svg-record-of-the-png", TAIL_SVG, _record_of_the_png, "truncated or changed"),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("case", "rel", "damage", "why"), RECORD_DAMAGED, ids=[c[0] for c in RECORD_DAMAGED]
+)
+def test_damaged_record_makes_its_file_again(
+    tiny_runs: dict[str, Path],
+    tmp_path: Path,
+    case: str,
+    rel: str,
+    damage: Callable[[Path], None],
+    why: str,
+) -> None:
+    from lbrepro.core.manifest import read_digest, verify
+
+    tree = _copy_of(tiny_runs, tmp_path)
+    original = (tree / rel).read_bytes()
+    made_by = read_digest(tree / rel)["made_by"]
+    damage(tree / rel)
+    assert (tree / rel).read_bytes() == original  # the file itself intact
+    run = _tiny(tree)
+    _said_once(run, rel, why)
+    assert verify(tree / rel, made_by=made_by) is None
+    if rel.endswith(".csv"):
+        assert (tree / rel).read_bytes() == original
+
+
 @pytest.mark.slow
 def test_mtime_triggers_and_another_parameter_give_results_of_that_parameter(
     tiny_runs: dict[str, Path], tmp_path: Path

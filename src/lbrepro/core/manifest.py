@@ -156,7 +156,9 @@ def verify(
     if made_by is not None:
         made = record.get("made_by")
         made = made if isinstance(made, dict) else {}
-        if made.get("digest") != made_by.get("digest"):
+        # The whole of it, not only its digest: a record whose seed or code was edited (its
+        # digest kept) would otherwise name a seed the file was not made with.
+        if made != dict(made_by):
             return stale_reason(made, made_by)
     try:
         size = os.stat(path).st_size
@@ -173,6 +175,8 @@ def stale_reason(made: Mapping[str, Any], expected: Mapping[str, Any]) -> str:
     """Why a file made by ``made`` is not what ``expected`` would make, in one phrase."""
     if not made:
         return "its record does not say what made it"
+    if made.get("digest") == expected.get("digest"):
+        return "its record was changed after it was written (made_by does not match its digest)"
     if made.get("seed") != expected.get("seed"):
         return f"made with seed {made.get('seed')}, not {expected.get('seed')}"
     if made.get("code") != expected.get("code"):
