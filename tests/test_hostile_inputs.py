@@ -1871,6 +1871,37 @@ def test_damaged_record_makes_its_file_again(
         assert (tree / rel).read_bytes() == original
 
 
+#: Several outputs damaged at once (a job table emptied, the checks made from it truncated,
+#: the report emptied): a dry run names each, removes nothing; the run then names each again
+#: and makes it again. (Was: the run named only the job table — the checks and the report
+#: went as what was made from it, made again without their line; the dry run named three.)
+SEVERAL_DAMAGED = [(TAIL_JOB, _empty), (TAIL_CHECKS, _truncate_half), ("report/index.html", _empty)]
+
+
+@pytest.mark.slow
+def test_every_damaged_output_is_named_by_a_dry_run_and_by_the_run(
+    tiny_runs: dict[str, Path], tmp_path: Path
+) -> None:
+    from lbrepro.core.manifest import verify
+
+    tree = _copy_of(tiny_runs, tmp_path)
+    for rel, damage in SEVERAL_DAMAGED:
+        damage(tree / rel)
+    files = sorted(p for p in tree.rglob("*") if p.is_file() and ".snakemake" not in p.parts)
+    before = {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in files if p.name != "tiny.yaml"}
+    dry = _tiny(tree, "-n")
+    assert dry.returncode == 0 and "Traceback" not in dry.stderr, dry.stderr[-3000:]
+    for rel, _ in SEVERAL_DAMAGED:
+        lines = [ln for ln in dry.stderr.splitlines() if ln.startswith(f"lbrepro: {rel}: ")]
+        assert len(lines) == 1 and lines[0].endswith("; a run makes it again"), dry.stderr
+    assert {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in before} == before
+    run = _tiny(tree)
+    for rel, _ in SEVERAL_DAMAGED:
+        _said_once(run, rel, "truncated or changed")
+        assert verify(tree / rel) is None, rel
+    assert (tree / TAIL_JOB).read_bytes() == (tiny_runs["default"] / TAIL_JOB).read_bytes()
+
+
 @pytest.mark.slow
 def test_mtime_triggers_and_another_parameter_give_results_of_that_parameter(
     tiny_runs: dict[str, Path], tmp_path: Path

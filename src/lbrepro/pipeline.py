@@ -539,7 +539,10 @@ def remove_stale_outputs(the_plan: Plan, *, dry_run: bool = False) -> list[str]:
     from lbrepro.core.manifest import digest_path
 
     removed: list[str] = []
-    for path, why, made_from_it in stale_outputs(the_plan):
+    # Every output verified before any is removed: removing lazily, a damaged file made from
+    # an earlier stale one (a truncated checks file after an emptied job table) went as its
+    # consequence and was made again without its line, and a dry run named more than the run.
+    for path, why, made_from_it in list(stale_outputs(the_plan)):
         if dry_run:
             print(f"lbrepro: {path}: {why}; a run makes it again", file=sys.stderr)
             continue
