@@ -1931,6 +1931,54 @@ def test_mtime_triggers_and_another_parameter_give_results_of_that_parameter(
         assert read_digest(tree / rel)["made_by"] == read_digest(other / rel)["made_by"], rel
 
 
+#: The report's record names the code that rendered it — lbrepro.report and the templates —
+#: so a report of other rendering code is made again, whatever the rerun triggers (was:
+#: lbrepro's version only; Snakemake never sees the Python the report step imports, and a
+#: template only by its mtime: after an update, `snakemake` said "Nothing to be done").
+REPORT_CODE_EDITS = ["template-edited", "report-code-changed"]
+
+
+@pytest.mark.slow
+def test_report_record_names_its_rendering_code(tiny_runs: dict[str, Path]) -> None:
+    from conftest import ROOT
+    from lbrepro.core.manifest import read_digest
+    from lbrepro.pipeline import report_made_by
+
+    made_by = report_made_by(yaml.safe_load(TINY_RUN), ROOT / "report" / "templates")
+    for rel in ("report/index.html", "report/config.yaml"):
+        assert read_digest(tiny_runs["default"] / rel)["made_by"] == made_by, rel
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("edit", REPORT_CODE_EDITS)
+def test_report_of_other_rendering_code_is_stale(
+    tiny_runs: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edit: str
+) -> None:
+    """The workflow's own check (lbrepro.pipeline.stale_outputs) over a finished run, its
+    templates or its rendering code then changed: the report and its config, nothing else."""
+    import shutil
+
+    from conftest import ROOT
+    from lbrepro import pipeline
+
+    tree = _copy_of(tiny_runs, tmp_path)
+    templates = Path(shutil.copytree(ROOT / "report" / "templates", tmp_path / "templates"))
+    monkeypatch.chdir(tree)
+    the_plan = pipeline.plan(yaml.safe_load(TINY_RUN), templates)
+    assert list(pipeline.stale_outputs(the_plan)) == []
+    if edit == "template-edited":
+        with open(templates / "index.html.j2", "a", encoding="utf-8") as fh:
+            fh.write("{# one more line #}\n")
+    else:
+        digest = pipeline.package_digest
+        monkeypatch.setattr(
+            pipeline, "package_digest", lambda p: "0" * 12 if p == "lbrepro.report" else digest(p)
+        )
+    stale = {path: why for path, why, _ in pipeline.stale_outputs(the_plan)}
+    assert set(stale) == {"report/index.html", "report/config.yaml"}, stale
+    assert all(why.startswith("made by other code") for why in stale.values()), stale
+
+
 #: Unknown targets: one line naming the target and exit 2, while the DAG is built (was: a
 #: KeyError traceback from an input function).
 UNKNOWN_TARGETS = [

@@ -8,6 +8,7 @@ figures + claim checks → report.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import math
 import os
@@ -85,8 +86,10 @@ class Plan:
     them once per artifact (on first use), so planning is linear.
     """
 
-    def __init__(self, config: Mapping[str, Any]) -> None:
+    def __init__(self, config: Mapping[str, Any], templates: str | Path | None = None) -> None:
         self.config = config
+        #: The report's templates folder, part of the report's code (:func:`report_made_by`).
+        self.templates = templates
         self._packed: dict[str, tuple[dict[str, dict[str, Any]], dict[str, list[str]]]] = {}
         self._made_by: dict[str, dict[str, Any]] = {}
 
@@ -174,12 +177,20 @@ def _made_by(config: Mapping[str, Any], artifact_id: str, params: Any) -> dict[s
     }
 
 
-def report_made_by(config: Mapping[str, Any]) -> dict[str, Any]:
-    """What makes the report and report/config.yaml: the whole config and lbrepro's version
-    (the tables, checks and figures it shows carry their own records, verified at render)."""
+def report_made_by(
+    config: Mapping[str, Any], templates: str | Path | None = None
+) -> dict[str, Any]:
+    """What makes the report and report/config.yaml: the whole config and the report's code —
+    lbrepro's version, the SHA-256 of lbrepro.report (the code that renders it and the records
+    it shows) and of the Jinja2 templates in ``templates`` (report/templates/). Snakemake sees
+    neither: the Python is imported, not an input, and a template is an input found by its
+    mtime only; with the version alone, a report rendered by older code was kept. (The tables,
+    checks and figures it shows carry their own records, verified at render.)"""
     import lbrepro
 
-    code = str(lbrepro.__version__)
+    code = f"{lbrepro.__version__}+{package_digest('lbrepro.report')}"
+    if templates is not None:
+        code += f"+{templates_digest(templates)}"
     return {
         "seed": config.get("seed"),
         "code": code,
@@ -187,9 +198,22 @@ def report_made_by(config: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def plan(config: Mapping[str, Any]) -> Plan:
-    """A :class:`Plan` of ``config`` (the workflow makes one, after validating the config)."""
-    return Plan(config)
+def templates_digest(templates: str | Path) -> str:
+    """SHA-256 (12 hex digits) of the report's templates (``*.j2`` in ``templates``), names
+    included; "none" if the folder cannot be read (the report step then says why)."""
+    h = hashlib.sha256()
+    try:
+        for path in sorted(Path(templates).glob("*.j2")):
+            h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    except OSError:
+        return "none"
+    return h.hexdigest()[:12]
+
+
+def plan(config: Mapping[str, Any], templates: str | Path | None = None) -> Plan:
+    """A :class:`Plan` of ``config`` (the workflow makes one, after validating the config);
+    ``templates``: the report's templates folder (:func:`report_made_by`)."""
+    return Plan(config, templates)
 
 
 def compute_simulation(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -504,7 +528,7 @@ def expected_outputs(
         for kind, path in artifact.paths().items():
             yield path, made_by, None, (finals if kind == "table" else ()) + shown
     if report:
-        made_by = report_made_by(the_plan.config)
+        made_by = report_made_by(the_plan.config, the_plan.templates)
         yield registry.REPORT, made_by, None, (registry.REPORT_CONFIG,)
         yield registry.REPORT_CONFIG, made_by, None, (registry.REPORT,)
 

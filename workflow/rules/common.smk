@@ -57,8 +57,17 @@ except ConfigError as err:
     sys.exit(2)
 # Where this run's files are (--directory); Snakemake leaves it before the run's last words.
 WORKDIR = Path.cwd()
-# Every artifact's points and jobs, computed once (planning stays linear in the points).
-PLAN = plan(config)
+# The report's Jinja2 templates (report/templates/ of the checkout), found relative to this
+# file, so also when the workflow is a module of another one (workflow.basedir is then that one's).
+TEMPLATE_DIR = os.path.normpath(
+    os.path.join(str(workflow.current_basedir), "..", "..", "report", "templates")
+)
+TEMPLATE_FILES = sorted(
+    os.path.join(TEMPLATE_DIR, name) for name in os.listdir(TEMPLATE_DIR) if name.endswith(".j2")
+)
+# Every artifact's points and jobs, computed once (planning stays linear in the points); the
+# templates are part of the report's code (lbrepro.pipeline.report_made_by).
+PLAN = plan(config, templates=TEMPLATE_DIR)
 
 # Resume after any interruption: locks left by a killed run (SIGKILL) are removed when the
 # process that held them is gone; incomplete outputs rerun (profiles/default).
@@ -99,16 +108,6 @@ onsuccess:
 
 onerror:
     forget_run()
-
-
-# The report's Jinja2 templates (report/templates/ of the checkout), found relative to this
-# file, so also when the workflow is a module of another one (workflow.basedir is then that one's).
-TEMPLATE_DIR = os.path.normpath(
-    os.path.join(str(workflow.current_basedir), "..", "..", "report", "templates")
-)
-TEMPLATE_FILES = sorted(
-    os.path.join(TEMPLATE_DIR, name) for name in os.listdir(TEMPLATE_DIR) if name.endswith(".j2")
-)
 
 
 wildcard_constraints:
