@@ -1979,6 +1979,35 @@ def test_report_of_other_rendering_code_is_stale(
     assert all(why.startswith("made by other code") for why in stale.values()), stale
 
 
+#: `lbrepro diff` is a consumer too: a checks file that is not what its run wrote (a verdict
+#: turned by hand, its size and mtime kept) is refused with one line naming it, exit 2, as
+#: the report withholds it (was: diffed as a result — a claim "changed status").
+DIFF_OF_EDITED = [("checks-one-verdict-edited", _edit_one_verdict, "changed after it was written")]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("case", "damage", "why"), DIFF_OF_EDITED, ids=[c[0] for c in DIFF_OF_EDITED]
+)
+def test_diff_refuses_a_checks_file_its_run_did_not_write(
+    tiny_runs: dict[str, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    case: str,
+    damage: Callable[[Path], None],
+    why: str,
+) -> None:
+    tree = _copy_of(tiny_runs, tmp_path)
+    assert cli.main(["diff", str(tiny_runs["default"]), str(tree)]) == 0
+    capsys.readouterr()
+    damage(tree / TAIL_CHECKS)
+    code = cli.main(["diff", str(tiny_runs["default"]), str(tree)])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.startswith("lbrepro: error: ") and err.count("\n") == 1, err
+    assert "supermarket-tail.checks.json" in err and why in err, err
+
+
 #: Unknown targets: one line naming the target and exit 2, while the DAG is built (was: a
 #: KeyError traceback from an input function).
 UNKNOWN_TARGETS = [
