@@ -1931,6 +1931,65 @@ def test_mtime_triggers_and_another_parameter_give_results_of_that_parameter(
         assert read_digest(tree / rel)["made_by"] == read_digest(other / rel)["made_by"], rel
 
 
+def _empty_folder(path: Path) -> None:
+    path.unlink()
+    path.mkdir()
+
+
+def _fifo(path: Path) -> None:
+    import os
+
+    path.unlink()
+    os.mkfifo(path)
+
+
+def _folder_with_a_file(path: Path) -> None:
+    path.unlink()
+    path.mkdir()
+    (path / "kept.txt").write_text("someone's notes\n")
+
+
+#: Not a file where an output belongs: (case, the output, what is put there, what the one
+#: line says, whether the run makes it again). An empty folder or a FIFO is removed and the
+#: file made again; a folder with files in it is never removed: the run stops first, exit 2,
+#: nothing removed. (Was: "missing; removed", then an IsADirectoryError from common.smk.)
+NOT_A_FILE = [
+    ("report-empty-folder", "report/index.html", _empty_folder, "not a regular file", True),
+    ("svg-fifo", TAIL_SVG, _fifo, "not a regular file", True),
+    ("table-folder-with-a-file", TAIL_TABLE, _folder_with_a_file, "a folder with files", False),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("case", "rel", "put", "why", "remade"), NOT_A_FILE, ids=[c[0] for c in NOT_A_FILE]
+)
+def test_not_a_file_where_an_output_belongs(
+    tiny_runs: dict[str, Path],
+    tmp_path: Path,
+    case: str,
+    rel: str,
+    put: Callable[[Path], None],
+    why: str,
+    remade: bool,
+) -> None:
+    from lbrepro.core.manifest import verify
+
+    tree = _copy_of(tiny_runs, tmp_path)
+    put(tree / rel)
+    run = _tiny(tree)
+    assert "Traceback" not in run.stderr and "Error in" not in run.stderr, run.stderr[-3000:]
+    if remade:
+        _said_once(run, rel, why)
+        assert verify(tree / rel) is None
+        return
+    assert run.returncode == 2, run.stderr[-3000:]
+    lines = [ln for ln in run.stderr.splitlines() if ln.startswith(f"lbrepro: {rel}: ")]
+    assert len(lines) == 1 and why in lines[0], run.stderr[-3000:]
+    assert (tree / rel / "kept.txt").is_file()
+    assert verify(tree / TAIL_CHECKS) is None  # nothing removed
+
+
 #: The report's record names the code that rendered it — lbrepro.report and the templates —
 #: so a report of other rendering code is made again, whatever the rerun triggers (was:
 #: lbrepro's version only; Snakemake never sees the Python the report step imports, and a

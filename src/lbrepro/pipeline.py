@@ -21,7 +21,7 @@ from lbrepro.artifacts import registry
 from lbrepro.config import assemble_schema, validate_schema
 from lbrepro.core import footprint
 from lbrepro.core.claims import check_runs, write_checks
-from lbrepro.core.errors import ConfigError
+from lbrepro.core.errors import ConfigError, LbreproError
 from lbrepro.core.ids import check_point_ids
 from lbrepro.core.io import read_table, write_table
 from lbrepro.core.manifest import package_digest, params_digest, verify, write_digest
@@ -566,7 +566,19 @@ def remove_stale_outputs(the_plan: Plan, *, dry_run: bool = False) -> list[str]:
     # Every output verified before any is removed: removing lazily, a damaged file made from
     # an earlier stale one (a truncated checks file after an emptied job table) went as its
     # consequence and was made again without its line, and a dry run named more than the run.
-    for path, why, made_from_it in list(stale_outputs(the_plan)):
+    stale = list(stale_outputs(the_plan))
+    # A folder with files in it where a file (or its record) belongs is never removed — it
+    # may hold what its owner keeps: the run stops first, one line naming it, nothing removed
+    # (was: "removed", then an IsADirectoryError from this file).
+    for path, _, made_from_it in [] if dry_run else stale:
+        for victim in (path, *made_from_it):
+            for where in (victim, str(digest_path(victim))):
+                if _is_folder(where) and any(os.scandir(where)):
+                    raise OutputError(
+                        f"{where}: a folder with files in it where the run writes a file; "
+                        "move it away and run again"
+                    )
+    for path, why, made_from_it in stale:
         if dry_run:
             print(f"lbrepro: {path}: {why}; a run makes it again", file=sys.stderr)
             continue
@@ -574,11 +586,29 @@ def remove_stale_outputs(the_plan: Plan, *, dry_run: bool = False) -> list[str]:
         for victim in (path, *made_from_it):
             if victim in removed or not os.path.lexists(victim):
                 continue
-            os.unlink(victim)
+            _remove(victim)
             with contextlib.suppress(FileNotFoundError):
-                os.unlink(digest_path(victim))
+                _remove(digest_path(victim))
             removed.append(victim)
     return removed
+
+
+class OutputError(LbreproError):
+    """An output's place holds what the workflow must not remove (a folder with files in it)."""
+
+
+def _is_folder(path: str | Path) -> bool:
+    """A folder (not a link to one)."""
+    return os.path.isdir(path) and not os.path.islink(path)
+
+
+def _remove(path: str | Path) -> None:
+    """Remove a file, a link, a FIFO or an empty folder (one with files in it is refused
+    before anything is removed: :func:`remove_stale_outputs`)."""
+    if _is_folder(path):
+        os.rmdir(path)
+    else:
+        os.unlink(path)
 
 
 def target_problem(config: Mapping[str, Any], slug: str, artifact_id: str) -> str | None:

@@ -32,6 +32,7 @@ from lbrepro.config import (
 from lbrepro.core.errors import ConfigError
 from lbrepro.pipeline import (
     DEFAULT_MEM_MB,
+    OutputError,
     artifact_params,
     plan,
     remove_stale_outputs,
@@ -91,7 +92,12 @@ if RUNS_JOBS:
 # only names them; nothing is removed while another live run holds the locks.
 if workflow.exec_mode == ExecMode.DEFAULT:
     _live = any(Path(".snakemake", "locks").glob("*.lock"))
-    remove_stale_outputs(PLAN, dry_run=not RUNS_JOBS or _live)
+    try:
+        remove_stale_outputs(PLAN, dry_run=not RUNS_JOBS or _live)
+    except OutputError as err:
+        # A folder with files in it where an output belongs: one line, exit code 2.
+        print(f"lbrepro: {err}", file=sys.stderr)
+        sys.exit(2)
 
 
 onstart:

@@ -147,7 +147,9 @@ def verify(
     """
     path = Path(path)
     if not path.is_file():
-        return "missing"
+        # A folder, a FIFO or a link to nothing where the file belongs is not "missing": the
+        # line that says it is removed names what it is.
+        return "not a regular file" if os.path.lexists(path) else "missing"
     record = read_digest(path)
     if record is None:
         return f"no digest record ({digest_path(path).name})"
