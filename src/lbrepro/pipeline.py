@@ -569,18 +569,22 @@ def remove_stale_outputs(the_plan: Plan, *, dry_run: bool = False) -> list[str]:
     stale = list(stale_outputs(the_plan))
     # A folder with files in it where a file (or its record) belongs is never removed — it
     # may hold what its owner keeps: the run stops first, one line naming it, nothing removed
-    # (was: "removed", then an IsADirectoryError from this file).
-    for path, _, made_from_it in [] if dry_run else stale:
-        for victim in (path, *made_from_it):
-            for where in (victim, str(digest_path(victim))):
-                if _is_folder(where) and any(os.scandir(where)):
-                    raise OutputError(
-                        f"{where}: a folder with files in it where the run writes a file; "
-                        "move it away and run again"
-                    )
+    # (was: "missing; removed", then an IsADirectoryError); a dry run names it so too.
+    folders = {
+        where: f"{where}: a folder with files in it where the run writes a file; move it away"
+        for path, _, made_from_it in stale
+        for victim in (path, *made_from_it)
+        for where in (victim, str(digest_path(victim)))
+        if _is_folder(where) and os.listdir(where)
+    }
+    if folders and not dry_run:
+        raise OutputError(next(iter(folders.values())))
+    for line in folders.values():
+        print(f"lbrepro: {line}", file=sys.stderr)
     for path, why, made_from_it in stale:
         if dry_run:
-            print(f"lbrepro: {path}: {why}; a run makes it again", file=sys.stderr)
+            if path not in folders:
+                print(f"lbrepro: {path}: {why}; a run makes it again", file=sys.stderr)
             continue
         print(f"lbrepro: {path}: {why}; removed, this run makes it again", file=sys.stderr)
         for victim in (path, *made_from_it):

@@ -141,9 +141,9 @@ def verify(
     """Why the file at ``path`` is not what its rule wrote — None if it is.
 
     ``points``: the point ids the file must hold (a job table: exactly its planned points, in
-    order). ``made_by``: what must have made it (its ``digest`` is compared; the seeds are
-    named in the answer). ``full`` False compares only the size (a stat, for a quick look at
-    many files).
+    order). ``made_by``: what must have made it (the whole of it is compared — seed, code,
+    digest; the seeds are named in the answer). ``full`` False compares only the size (a
+    stat, for a quick look at many files).
     """
     path = Path(path)
     if not path.is_file():
