@@ -1737,7 +1737,9 @@ TINY_SEED = 20240501
 TAIL_JOB = "results/supermarket/supermarket-tail/jobs/rho0.9-d2.csv"
 TAIL_EXTENSION = "results/supermarket/supermarket-tail/extended.csv"
 TAIL_TABLE = "results/supermarket/supermarket-tail.csv"
+TAIL_CHECKS = "results/supermarket/supermarket-tail.checks.json"
 TAIL_FIGURE = "figures/supermarket/supermarket-tail.png"
+TAIL_SVG = "figures/supermarket/supermarket-tail.svg"
 
 
 def _tiny(tree: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -1746,13 +1748,25 @@ def _tiny(tree: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return _workflow(tree, "--configfile", str(tree / "tiny.yaml"), *args)
 
 
+#: The tiny run with one parameter changed (not the seed): its horizon.
+TINY_OTHER_PARAMETER = TINY_RUN.replace("horizon: 400", "horizon: 500")
+
+
+def _tiny_other_parameter(tree: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The tiny run with TINY_OTHER_PARAMETER (tree/other.yaml) in ``tree``."""
+    assert TINY_OTHER_PARAMETER != TINY_RUN
+    (tree / "other.yaml").write_text(TINY_OTHER_PARAMETER)
+    return _workflow(tree, "--configfile", str(tree / "other.yaml"), *args)
+
+
 @pytest.fixture(scope="module")
 def tiny_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """The tiny run made twice, once per module: with its own seed and with `--config seed=5`."""
+    """The tiny run made three times, once per module: with its own seed, with `--config
+    seed=5`, and with another parameter (a longer horizon: TINY_OTHER_PARAMETER)."""
     runs = {}
-    for name, extra in (("default", ()), ("seed5", ("--config", "seed=5"))):
+    for name, extra in (("default", ()), ("seed5", ("--config", "seed=5")), ("horizon", ())):
         tree = tmp_path_factory.mktemp(f"tiny-{name}")
-        run = _tiny(tree, *extra)
+        run = _tiny(tree, *extra) if name != "horizon" else _tiny_other_parameter(tree)
         assert run.returncode == 0, run.stderr[-3000:]
         runs[name] = tree
     return runs
@@ -1780,31 +1794,49 @@ def _seeds(path: Path) -> set[int]:
     return {int(r["seed"]) for r in read_table(path) if r.get("seed") not in (None, "")}
 
 
-#: Results tied to what made them: a file (with its digest record) copied from a run with
-#: `--config seed=5` into a run of the default seed is not used, whatever its mtime — it is
-#: removed with one line and made again (was: collected as it was, seed 5 in the table).
-STALE_COPIES = [TAIL_JOB, TAIL_EXTENSION]
+#: Results tied to what made them: (case, the run it is copied from, the file, what the one
+#: line says). A file (with its digest record) copied from a run with `--config seed=5`, or
+#: with another parameter, into a run of the default config is not used, whatever its mtime —
+#: it is removed with one line and made again (was: collected as it was, seed 5 in the table).
+#: Every kind of output: job table, extension, table, checks, figure, report and its config.
+OTHER_SEED = f"made with seed 5, not {TINY_SEED}"
+OTHER_PARAMETERS = "made with other parameters than the config gives"
+STALE_COPIES = [
+    ("job-table", "seed5", TAIL_JOB, OTHER_SEED),
+    ("extension", "seed5", TAIL_EXTENSION, OTHER_SEED),
+    ("table", "seed5", TAIL_TABLE, OTHER_SEED),
+    ("checks", "seed5", TAIL_CHECKS, OTHER_SEED),
+    ("figure", "seed5", TAIL_FIGURE, OTHER_SEED),
+    ("report", "seed5", "report/index.html", OTHER_SEED),
+    ("report-config", "seed5", "report/config.yaml", OTHER_SEED),
+    ("job-table-other-horizon", "horizon", TAIL_JOB, OTHER_PARAMETERS),
+    ("table-other-horizon", "horizon", TAIL_TABLE, OTHER_PARAMETERS),
+]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("rel", STALE_COPIES, ids=["job-table", "extension"])
-def test_output_of_another_seed_is_not_used(
-    tiny_runs: dict[str, Path], tmp_path: Path, rel: str
+@pytest.mark.parametrize(
+    ("case", "source", "rel", "why"), STALE_COPIES, ids=[c[0] for c in STALE_COPIES]
+)
+def test_output_of_another_config_is_not_used(
+    tiny_runs: dict[str, Path], tmp_path: Path, case: str, source: str, rel: str, why: str
 ) -> None:
     import shutil
 
     from lbrepro.core.manifest import digest_path, read_digest
 
     tree = _copy_of(tiny_runs, tmp_path)
-    other = tiny_runs["seed5"] / rel
-    assert _seeds(other) == ({5} if rel == TAIL_JOB else set())
+    other = tiny_runs[source] / rel
+    assert read_digest(other)["made_by"] != read_digest(tree / rel)["made_by"]
     shutil.copy2(other, tree / rel)
     shutil.copy2(digest_path(other), digest_path(tree / rel))
     run = _tiny(tree)
-    _said_once(run, rel, f"made with seed 5, not {TINY_SEED}")
-    assert _seeds(tree / rel) <= {TINY_SEED}  # (the extension of this run holds no rows)
-    assert read_digest(tree / rel)["made_by"]["seed"] == TINY_SEED
+    _said_once(run, rel, why)
+    assert read_digest(tree / rel)["made_by"] == read_digest(tiny_runs["default"] / rel)["made_by"]
+    if rel.endswith(".csv"):  # the same seed makes the same numbers
+        assert (tree / rel).read_bytes() == (tiny_runs["default"] / rel).read_bytes()
     assert _seeds(tree / TAIL_TABLE) == {TINY_SEED}
+    assert yaml.safe_load((tree / "report" / "config.yaml").read_text()) == yaml.safe_load(TINY_RUN)
 
 
 @pytest.mark.slow
@@ -1874,13 +1906,39 @@ def _empty(path: Path) -> None:
     path.write_bytes(b"")
 
 
+def _header_only(path: Path) -> None:
+    """The table keeps its header line, no row."""
+    path.write_text(path.read_text().splitlines(keepends=True)[0])
+
+
+def _edit_one_verdict(path: Path) -> None:
+    """A claim's outcome turned to "reproduced" by hand, the size (JSON spaces) and the mtime
+    kept: only its bytes' digest finds it."""
+    import os
+
+    before = os.stat(path)
+    text = path.read_text()
+    old, new = '"outcome": "not reproduced"', '"outcome": "reproduced"    '
+    assert old in text and len(old) == len(new)
+    path.write_text(text.replace(old, new, 1))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+
 #: Healing: (case, the file damaged, how, what the one line says). Each is rebuilt, and its
-#: record verifies again (was: used as it was, or a traceback on every rerun).
+#: record verifies again (was: used as it was, or a traceback on every rerun). Every kind of
+#: output: job table (cut, emptied, header only), extension, table, checks, figure, report.
 HEALED = [
     ("table-truncated", TAIL_TABLE, _truncate_half, "truncated or changed"),
     ("table-one-value-edited", TAIL_TABLE, _edit_one_value, "changed after it was written"),
     ("job-table-cut-at-a-row", TAIL_JOB, _cut_at_a_row, "truncated or changed"),
+    ("job-table-0-bytes", TAIL_JOB, _empty, "0 bytes"),
+    ("job-table-header-only", TAIL_JOB, _header_only, "truncated or changed"),
+    ("extension-truncated", TAIL_EXTENSION, _truncate_half, "truncated or changed"),
+    ("checks-truncated", TAIL_CHECKS, _truncate_half, "truncated or changed"),
+    ("checks-one-verdict-edited", TAIL_CHECKS, _edit_one_verdict, "changed after it was written"),
     ("figure-0-bytes", TAIL_FIGURE, _empty, "0 bytes"),
+    ("figure-truncated", TAIL_FIGURE, _truncate_half, "truncated or changed"),
+    ("report-0-bytes", "report/index.html", _empty, "0 bytes"),
 ]
 
 
@@ -1905,6 +1963,271 @@ def test_damaged_output_is_rebuilt_with_one_line(
     assert verify(tree / rel) is None
     if rel.endswith(".csv"):  # the same seed makes the same numbers
         assert (tree / rel).read_bytes() == original
+
+
+def _record_deleted(path: Path) -> None:
+    from lbrepro.core.manifest import digest_path
+
+    digest_path(path).unlink()
+
+
+def _record_emptied(path: Path) -> None:
+    from lbrepro.core.manifest import digest_path
+
+    digest_path(path).write_bytes(b"")
+
+
+def _record_says_seed_5(path: Path) -> None:
+    """The record's seed edited by hand, its digest (and the file) kept."""
+    from lbrepro.core.manifest import digest_path
+
+    record = json.loads(digest_path(path).read_text())
+    record["made_by"]["seed"] = 5
+    digest_path(path).write_text(json.dumps(record, indent=1) + "\n")
+
+
+def _record_of_the_png(path: Path) -> None:
+    """The record of another file of the same job (the PNG's) copied over this one's."""
+    import shutil
+
+    from lbrepro.core.manifest import digest_path
+
+    shutil.copy2(digest_path(path.with_suffix(".png")), digest_path(path))
+
+
+#: Digest records damaged, the file itself intact: (case, the file, how its record is
+#: damaged, what the one line says). Each file is made again and its record says what made
+#: it. The seed edited in a record (its digest kept) was believed: the record went on naming
+#: seed 5 for a table and a report of the run's own seed; only the digest was compared.
+RECORD_DAMAGED = [
+    ("table-record-deleted", TAIL_TABLE, _record_deleted, "no digest record"),
+    ("job-table-record-emptied", TAIL_JOB, _record_emptied, "no digest record"),
+    ("table-record-seed-edited", TAIL_TABLE, _record_says_seed_5, "record was changed"),
+    ("report-record-seed-edited", "report/index.html", _record_says_seed_5, "record was changed"),
+    ("svg-record-of-the-png", TAIL_SVG, _record_of_the_png, "truncated or changed"),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("case", "rel", "damage", "why"), RECORD_DAMAGED, ids=[c[0] for c in RECORD_DAMAGED]
+)
+def test_damaged_record_makes_its_file_again(
+    tiny_runs: dict[str, Path],
+    tmp_path: Path,
+    case: str,
+    rel: str,
+    damage: Callable[[Path], None],
+    why: str,
+) -> None:
+    from lbrepro.core.manifest import read_digest, verify
+
+    tree = _copy_of(tiny_runs, tmp_path)
+    original = (tree / rel).read_bytes()
+    made_by = read_digest(tree / rel)["made_by"]
+    damage(tree / rel)
+    assert (tree / rel).read_bytes() == original  # the file itself intact
+    run = _tiny(tree)
+    _said_once(run, rel, why)
+    assert verify(tree / rel, made_by=made_by) is None
+    if rel.endswith(".csv"):
+        assert (tree / rel).read_bytes() == original
+
+
+#: Several outputs damaged at once (a job table emptied, the checks made from it truncated,
+#: the report emptied): a dry run names each, removes nothing; the run then names each again
+#: and makes it again. (Was: the run named only the job table — the checks and the report
+#: went as what was made from it, made again without their line; the dry run named three.)
+SEVERAL_DAMAGED = [(TAIL_JOB, _empty), (TAIL_CHECKS, _truncate_half), ("report/index.html", _empty)]
+
+
+@pytest.mark.slow
+def test_every_damaged_output_is_named_by_a_dry_run_and_by_the_run(
+    tiny_runs: dict[str, Path], tmp_path: Path
+) -> None:
+    from lbrepro.core.manifest import verify
+
+    tree = _copy_of(tiny_runs, tmp_path)
+    for rel, damage in SEVERAL_DAMAGED:
+        damage(tree / rel)
+    files = sorted(p for p in tree.rglob("*") if p.is_file() and ".snakemake" not in p.parts)
+    before = {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in files if p.name != "tiny.yaml"}
+    dry = _tiny(tree, "-n")
+    assert dry.returncode == 0 and "Traceback" not in dry.stderr, dry.stderr[-3000:]
+    for rel, _ in SEVERAL_DAMAGED:
+        lines = [ln for ln in dry.stderr.splitlines() if ln.startswith(f"lbrepro: {rel}: ")]
+        assert len(lines) == 1 and lines[0].endswith("; a run makes it again"), dry.stderr
+    assert {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in before} == before
+    run = _tiny(tree)
+    for rel, _ in SEVERAL_DAMAGED:
+        _said_once(run, rel, "truncated or changed")
+        assert verify(tree / rel) is None, rel
+    assert (tree / TAIL_JOB).read_bytes() == (tiny_runs["default"] / TAIL_JOB).read_bytes()
+
+
+@pytest.mark.slow
+def test_mtime_triggers_and_another_parameter_give_results_of_that_parameter(
+    tiny_runs: dict[str, Path], tmp_path: Path
+) -> None:
+    """`--rerun-triggers mtime` after a parameter (not the seed) changed: every table, the
+    report and its config are those of the new parameter — the same bytes as a run made with
+    it from scratch."""
+    from lbrepro.core.manifest import read_digest
+
+    tree = _copy_of(tiny_runs, tmp_path)
+    run = _tiny_other_parameter(tree, "--rerun-triggers", "mtime")
+    assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr[-3000:]
+    other = tiny_runs["horizon"]
+    assert yaml.safe_load((tree / "report" / "config.yaml").read_text()) == yaml.safe_load(
+        TINY_OTHER_PARAMETER
+    )
+    for rel in (TAIL_JOB, TAIL_EXTENSION, TAIL_TABLE):
+        assert (tree / rel).read_bytes() == (other / rel).read_bytes(), rel
+    for rel in (
+        TAIL_JOB,
+        TAIL_EXTENSION,
+        TAIL_TABLE,
+        TAIL_CHECKS,
+        TAIL_FIGURE,
+        "report/index.html",
+    ):
+        assert read_digest(tree / rel)["made_by"] == read_digest(other / rel)["made_by"], rel
+
+
+def _empty_folder(path: Path) -> None:
+    path.unlink()
+    path.mkdir()
+
+
+def _fifo(path: Path) -> None:
+    import os
+
+    path.unlink()
+    os.mkfifo(path)
+
+
+def _folder_with_a_file(path: Path) -> None:
+    path.unlink()
+    path.mkdir()
+    (path / "kept.txt").write_text("someone's notes\n")
+
+
+#: Not a file where an output belongs: (case, the output, what is put there, what the one
+#: line says, whether the run makes it again). An empty folder or a FIFO is removed and the
+#: file made again; a folder with files in it is never removed: the run stops first, exit 2,
+#: nothing removed. (Was: "missing; removed", then an IsADirectoryError from common.smk.)
+NOT_A_FILE = [
+    ("report-empty-folder", "report/index.html", _empty_folder, "not a regular file", True),
+    ("svg-fifo", TAIL_SVG, _fifo, "not a regular file", True),
+    ("table-folder-with-a-file", TAIL_TABLE, _folder_with_a_file, "a folder with files", False),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("case", "rel", "put", "why", "remade"), NOT_A_FILE, ids=[c[0] for c in NOT_A_FILE]
+)
+def test_not_a_file_where_an_output_belongs(
+    tiny_runs: dict[str, Path],
+    tmp_path: Path,
+    case: str,
+    rel: str,
+    put: Callable[[Path], None],
+    why: str,
+    remade: bool,
+) -> None:
+    from lbrepro.core.manifest import verify
+
+    tree = _copy_of(tiny_runs, tmp_path)
+    put(tree / rel)
+    run = _tiny(tree)
+    assert "Traceback" not in run.stderr and "Error in" not in run.stderr, run.stderr[-3000:]
+    if remade:
+        _said_once(run, rel, why)
+        assert verify(tree / rel) is None
+        return
+    assert run.returncode == 2, run.stderr[-3000:]
+    lines = [ln for ln in run.stderr.splitlines() if ln.startswith(f"lbrepro: {rel}: ")]
+    assert len(lines) == 1 and why in lines[0], run.stderr[-3000:]
+    assert (tree / rel / "kept.txt").is_file()
+    assert verify(tree / TAIL_CHECKS) is None  # nothing removed
+
+
+#: The report's record names the code that rendered it — lbrepro.report and the templates —
+#: so a report of other rendering code is made again, whatever the rerun triggers (was:
+#: lbrepro's version only; Snakemake never sees the Python the report step imports, and a
+#: template only by its mtime: after an update, `snakemake` said "Nothing to be done").
+REPORT_CODE_EDITS = ["template-edited", "report-code-changed"]
+
+
+@pytest.mark.slow
+def test_report_record_names_its_rendering_code(tiny_runs: dict[str, Path]) -> None:
+    from conftest import ROOT
+    from lbrepro.core.manifest import read_digest
+    from lbrepro.pipeline import report_made_by
+
+    made_by = report_made_by(yaml.safe_load(TINY_RUN), ROOT / "report" / "templates")
+    for rel in ("report/index.html", "report/config.yaml"):
+        assert read_digest(tiny_runs["default"] / rel)["made_by"] == made_by, rel
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("edit", REPORT_CODE_EDITS)
+def test_report_of_other_rendering_code_is_stale(
+    tiny_runs: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edit: str
+) -> None:
+    """The workflow's own check (lbrepro.pipeline.stale_outputs) over a finished run, its
+    templates or its rendering code then changed: the report and its config, nothing else."""
+    import shutil
+
+    from conftest import ROOT
+    from lbrepro import pipeline
+
+    tree = _copy_of(tiny_runs, tmp_path)
+    templates = Path(shutil.copytree(ROOT / "report" / "templates", tmp_path / "templates"))
+    monkeypatch.chdir(tree)
+    the_plan = pipeline.plan(yaml.safe_load(TINY_RUN), templates)
+    assert list(pipeline.stale_outputs(the_plan)) == []
+    if edit == "template-edited":
+        with open(templates / "index.html.j2", "a", encoding="utf-8") as fh:
+            fh.write("{# one more line #}\n")
+    else:
+        digest = pipeline.package_digest
+        monkeypatch.setattr(
+            pipeline, "package_digest", lambda p: "0" * 12 if p == "lbrepro.report" else digest(p)
+        )
+    stale = {path: why for path, why, _ in pipeline.stale_outputs(the_plan)}
+    assert set(stale) == {"report/index.html", "report/config.yaml"}, stale
+    assert all(why.startswith("made by other code") for why in stale.values()), stale
+
+
+#: `lbrepro diff` is a consumer too: a checks file that is not what its run wrote (a verdict
+#: turned by hand, its size and mtime kept) is refused with one line naming it, exit 2, as
+#: the report withholds it (was: diffed as a result — a claim "changed status").
+DIFF_OF_EDITED = [("checks-one-verdict-edited", _edit_one_verdict, "changed after it was written")]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("case", "damage", "why"), DIFF_OF_EDITED, ids=[c[0] for c in DIFF_OF_EDITED]
+)
+def test_diff_refuses_a_checks_file_its_run_did_not_write(
+    tiny_runs: dict[str, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    case: str,
+    damage: Callable[[Path], None],
+    why: str,
+) -> None:
+    tree = _copy_of(tiny_runs, tmp_path)
+    assert cli.main(["diff", str(tiny_runs["default"]), str(tree)]) == 0
+    capsys.readouterr()
+    damage(tree / TAIL_CHECKS)
+    code = cli.main(["diff", str(tiny_runs["default"]), str(tree)])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.startswith("lbrepro: error: ") and err.count("\n") == 1, err
+    assert "supermarket-tail.checks.json" in err and why in err, err
 
 
 #: Unknown targets: one line naming the target and exit 2, while the DAG is built (was: a

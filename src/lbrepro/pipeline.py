@@ -8,6 +8,7 @@ figures + claim checks → report.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import math
 import os
@@ -20,7 +21,7 @@ from lbrepro.artifacts import registry
 from lbrepro.config import assemble_schema, validate_schema
 from lbrepro.core import footprint
 from lbrepro.core.claims import check_runs, write_checks
-from lbrepro.core.errors import ConfigError
+from lbrepro.core.errors import ConfigError, LbreproError
 from lbrepro.core.ids import check_point_ids
 from lbrepro.core.io import read_table, write_table
 from lbrepro.core.manifest import package_digest, params_digest, verify, write_digest
@@ -85,8 +86,10 @@ class Plan:
     them once per artifact (on first use), so planning is linear.
     """
 
-    def __init__(self, config: Mapping[str, Any]) -> None:
+    def __init__(self, config: Mapping[str, Any], templates: str | Path | None = None) -> None:
         self.config = config
+        #: The report's templates folder, part of the report's code (:func:`report_made_by`).
+        self.templates = templates
         self._packed: dict[str, tuple[dict[str, dict[str, Any]], dict[str, list[str]]]] = {}
         self._made_by: dict[str, dict[str, Any]] = {}
 
@@ -174,12 +177,20 @@ def _made_by(config: Mapping[str, Any], artifact_id: str, params: Any) -> dict[s
     }
 
 
-def report_made_by(config: Mapping[str, Any]) -> dict[str, Any]:
-    """What makes the report and report/config.yaml: the whole config and lbrepro's version
-    (the tables, checks and figures it shows carry their own records, verified at render)."""
+def report_made_by(
+    config: Mapping[str, Any], templates: str | Path | None = None
+) -> dict[str, Any]:
+    """What makes the report and report/config.yaml: the whole config and the report's code —
+    lbrepro's version, the SHA-256 of lbrepro.report (the code that renders it and the records
+    it shows) and of the Jinja2 templates in ``templates`` (report/templates/). Snakemake sees
+    neither: the Python is imported, not an input, and a template is an input found by its
+    mtime only; with the version alone, a report rendered by older code was kept. (The tables,
+    checks and figures it shows carry their own records, verified at render.)"""
     import lbrepro
 
-    code = str(lbrepro.__version__)
+    code = f"{lbrepro.__version__}+{package_digest('lbrepro.report')}"
+    if templates is not None:
+        code += f"+{templates_digest(templates)}"
     return {
         "seed": config.get("seed"),
         "code": code,
@@ -187,9 +198,22 @@ def report_made_by(config: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def plan(config: Mapping[str, Any]) -> Plan:
-    """A :class:`Plan` of ``config`` (the workflow makes one, after validating the config)."""
-    return Plan(config)
+def templates_digest(templates: str | Path) -> str:
+    """SHA-256 (12 hex digits) of the report's templates (``*.j2`` in ``templates``), names
+    included; "none" if the folder cannot be read (the report step then says why)."""
+    h = hashlib.sha256()
+    try:
+        for path in sorted(Path(templates).glob("*.j2")):
+            h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    except OSError:
+        return "none"
+    return h.hexdigest()[:12]
+
+
+def plan(config: Mapping[str, Any], templates: str | Path | None = None) -> Plan:
+    """A :class:`Plan` of ``config`` (the workflow makes one, after validating the config);
+    ``templates``: the report's templates folder (:func:`report_made_by`)."""
+    return Plan(config, templates)
 
 
 def compute_simulation(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -504,7 +528,7 @@ def expected_outputs(
         for kind, path in artifact.paths().items():
             yield path, made_by, None, (finals if kind == "table" else ()) + shown
     if report:
-        made_by = report_made_by(the_plan.config)
+        made_by = report_made_by(the_plan.config, the_plan.templates)
         yield registry.REPORT, made_by, None, (registry.REPORT_CONFIG,)
         yield registry.REPORT_CONFIG, made_by, None, (registry.REPORT,)
 
@@ -539,19 +563,56 @@ def remove_stale_outputs(the_plan: Plan, *, dry_run: bool = False) -> list[str]:
     from lbrepro.core.manifest import digest_path
 
     removed: list[str] = []
-    for path, why, made_from_it in stale_outputs(the_plan):
+    # Every output verified before any is removed: removing lazily, a damaged file made from
+    # an earlier stale one (a truncated checks file after an emptied job table) went as its
+    # consequence and was made again without its line, and a dry run named more than the run.
+    stale = list(stale_outputs(the_plan))
+    # A folder with files in it where a file (or its record) belongs is never removed — it
+    # may hold what its owner keeps: the run stops first, one line naming it, nothing removed
+    # (was: "missing; removed", then an IsADirectoryError); a dry run names it so too.
+    folders = {
+        where: f"{where}: a folder with files in it where the run writes a file; move it away"
+        for path, _, made_from_it in stale
+        for victim in (path, *made_from_it)
+        for where in (victim, str(digest_path(victim)))
+        if _is_folder(where) and os.listdir(where)
+    }
+    if folders and not dry_run:
+        raise OutputError(next(iter(folders.values())))
+    for line in folders.values():
+        print(f"lbrepro: {line}", file=sys.stderr)
+    for path, why, made_from_it in stale:
         if dry_run:
-            print(f"lbrepro: {path}: {why}; a run makes it again", file=sys.stderr)
+            if path not in folders:
+                print(f"lbrepro: {path}: {why}; a run makes it again", file=sys.stderr)
             continue
         print(f"lbrepro: {path}: {why}; removed, this run makes it again", file=sys.stderr)
         for victim in (path, *made_from_it):
             if victim in removed or not os.path.lexists(victim):
                 continue
-            os.unlink(victim)
+            _remove(victim)
             with contextlib.suppress(FileNotFoundError):
-                os.unlink(digest_path(victim))
+                _remove(digest_path(victim))
             removed.append(victim)
     return removed
+
+
+class OutputError(LbreproError):
+    """An output's place holds what the workflow must not remove (a folder with files in it)."""
+
+
+def _is_folder(path: str | Path) -> bool:
+    """A folder (not a link to one)."""
+    return os.path.isdir(path) and not os.path.islink(path)
+
+
+def _remove(path: str | Path) -> None:
+    """Remove a file, a link, a FIFO or an empty folder (one with files in it is refused
+    before anything is removed: :func:`remove_stale_outputs`)."""
+    if _is_folder(path):
+        os.rmdir(path)
+    else:
+        os.unlink(path)
 
 
 def target_problem(config: Mapping[str, Any], slug: str, artifact_id: str) -> str | None:

@@ -32,6 +32,7 @@ from lbrepro.config import (
 from lbrepro.core.errors import ConfigError
 from lbrepro.pipeline import (
     DEFAULT_MEM_MB,
+    OutputError,
     artifact_params,
     plan,
     remove_stale_outputs,
@@ -57,8 +58,17 @@ except ConfigError as err:
     sys.exit(2)
 # Where this run's files are (--directory); Snakemake leaves it before the run's last words.
 WORKDIR = Path.cwd()
-# Every artifact's points and jobs, computed once (planning stays linear in the points).
-PLAN = plan(config)
+# The report's Jinja2 templates (report/templates/ of the checkout), found relative to this
+# file, so also when the workflow is a module of another one (workflow.basedir is then that one's).
+TEMPLATE_DIR = os.path.normpath(
+    os.path.join(str(workflow.current_basedir), "..", "..", "report", "templates")
+)
+TEMPLATE_FILES = sorted(
+    os.path.join(TEMPLATE_DIR, name) for name in os.listdir(TEMPLATE_DIR) if name.endswith(".j2")
+)
+# Every artifact's points and jobs, computed once (planning stays linear in the points); the
+# templates are part of the report's code (lbrepro.pipeline.report_made_by).
+PLAN = plan(config, templates=TEMPLATE_DIR)
 
 # Resume after any interruption: locks left by a killed run (SIGKILL) are removed when the
 # process that held them is gone; incomplete outputs rerun (profiles/default).
@@ -82,7 +92,12 @@ if RUNS_JOBS:
 # only names them; nothing is removed while another live run holds the locks.
 if workflow.exec_mode == ExecMode.DEFAULT:
     _live = any(Path(".snakemake", "locks").glob("*.lock"))
-    remove_stale_outputs(PLAN, dry_run=not RUNS_JOBS or _live)
+    try:
+        remove_stale_outputs(PLAN, dry_run=not RUNS_JOBS or _live)
+    except OutputError as err:
+        # A folder with files in it where an output belongs: one line, exit code 2.
+        print(f"lbrepro: {err}", file=sys.stderr)
+        sys.exit(2)
 
 
 onstart:
@@ -99,16 +114,6 @@ onsuccess:
 
 onerror:
     forget_run()
-
-
-# The report's Jinja2 templates (report/templates/ of the checkout), found relative to this
-# file, so also when the workflow is a module of another one (workflow.basedir is then that one's).
-TEMPLATE_DIR = os.path.normpath(
-    os.path.join(str(workflow.current_basedir), "..", "..", "report", "templates")
-)
-TEMPLATE_FILES = sorted(
-    os.path.join(TEMPLATE_DIR, name) for name in os.listdir(TEMPLATE_DIR) if name.endswith(".j2")
-)
 
 
 wildcard_constraints:

@@ -25,7 +25,8 @@ with logging_to(snakemake.log[0]):
         source=Path(snakemake.input.templates[0]).resolve().parents[2],
     )
     # The report and its config.yaml are the config's too: an edit of either (or a report
-    # of another config) is found when the workflow starts, and they are rendered again.
-    made_by = report_made_by(snakemake.config)
+    # of another config, or of other rendering code or templates) is found when the workflow
+    # starts, and they are rendered again.
+    made_by = report_made_by(snakemake.config, Path(snakemake.input.templates[0]).parent)
     write_digest(snakemake.output.config, made_by=made_by)
     write_digest(snakemake.output[0], made_by=made_by)

@@ -141,13 +141,15 @@ def verify(
     """Why the file at ``path`` is not what its rule wrote — None if it is.
 
     ``points``: the point ids the file must hold (a job table: exactly its planned points, in
-    order). ``made_by``: what must have made it (its ``digest`` is compared; the seeds are
-    named in the answer). ``full`` False compares only the size (a stat, for a quick look at
-    many files).
+    order). ``made_by``: what must have made it (the whole of it is compared — seed, code,
+    digest; the seeds are named in the answer). ``full`` False compares only the size (a
+    stat, for a quick look at many files).
     """
     path = Path(path)
     if not path.is_file():
-        return "missing"
+        # A folder, a FIFO or a link to nothing where the file belongs is not "missing": the
+        # line that says it is removed names what it is.
+        return "not a regular file" if os.path.lexists(path) else "missing"
     record = read_digest(path)
     if record is None:
         return f"no digest record ({digest_path(path).name})"
@@ -156,7 +158,9 @@ def verify(
     if made_by is not None:
         made = record.get("made_by")
         made = made if isinstance(made, dict) else {}
-        if made.get("digest") != made_by.get("digest"):
+        # The whole of it, not only its digest: a record whose seed or code was edited (its
+        # digest kept) would otherwise name a seed the file was not made with.
+        if made != dict(made_by):
             return stale_reason(made, made_by)
     try:
         size = os.stat(path).st_size
@@ -173,6 +177,8 @@ def stale_reason(made: Mapping[str, Any], expected: Mapping[str, Any]) -> str:
     """Why a file made by ``made`` is not what ``expected`` would make, in one phrase."""
     if not made:
         return "its record does not say what made it"
+    if made.get("digest") == expected.get("digest"):
+        return "its record was changed after it was written (made_by does not match its digest)"
     if made.get("seed") != expected.get("seed"):
         return f"made with seed {made.get('seed')}, not {expected.get('seed')}"
     if made.get("code") != expected.get("code"):

@@ -29,6 +29,7 @@ from lbrepro.core.claims import (
     claim_status,
 )
 from lbrepro.core.errors import LbreproError
+from lbrepro.core.manifest import read_digest, verify
 from lbrepro.report.checks_file import read_checks
 from lbrepro.report.sanitize import visible
 
@@ -82,6 +83,14 @@ def load_tree(path: str | Path) -> dict[Key, dict[str, Any]]:
             data = read_checks(file)
         except (OSError, ValueError) as err:
             raise DiffError(f"{file}: unreadable ({err})") from None
+        # What its run wrote, or not compared: a checks file edited after it was written (a
+        # verdict turned by hand, its size and mtime kept) is refused, as the report withholds
+        # it (lbrepro.report.manifest). One without a record (a run older than records) is
+        # compared as it is. Any seed or config: comparing runs is what diff is for.
+        if read_digest(file) is not None:
+            problem = verify(file)
+            if problem is not None:
+                raise DiffError(f"{file}: {problem}: not what its run wrote (rerun it)")
         seen: dict[str, int] = {}
         for entry in data:
             text = entry["claim"]
