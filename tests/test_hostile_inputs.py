@@ -1965,6 +1965,27 @@ def test_damaged_output_is_rebuilt_with_one_line(
         assert (tree / rel).read_bytes() == original
 
 
+@pytest.mark.slow
+def test_a_run_of_one_target_does_not_promise_what_it_does_not_make(
+    tiny_runs: dict[str, Path], tmp_path: Path
+) -> None:
+    """A damaged report, and a run whose one target is a table: the report is removed (it is
+    stale) but this run does not make it, so its line must not say it does (was: "removed,
+    this run makes it again", and the run ended without a report); the next full run does."""
+    tree = _copy_of(tiny_runs, tmp_path)
+    _empty(tree / "report" / "index.html")
+    run = _tiny(tree, "--", TAIL_TABLE)
+    assert run.returncode == 0, run.stderr[-3000:]
+    lines = [ln for ln in run.stderr.splitlines() if ln.startswith("lbrepro: report/index.html: ")]
+    assert len(lines) == 1, run.stderr[-3000:]
+    assert lines[0].endswith(
+        "made again by this run if its targets need it, else by the next full run"
+    ), lines[0]
+    assert not (tree / "report" / "index.html").exists()
+    full = _tiny(tree)
+    assert full.returncode == 0 and (tree / "report" / "index.html").stat().st_size > 0
+
+
 def _record_deleted(path: Path) -> None:
     from lbrepro.core.manifest import digest_path
 

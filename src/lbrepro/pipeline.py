@@ -551,7 +551,9 @@ def stale_outputs(
             yield path, problem, made_from_it
 
 
-def remove_stale_outputs(the_plan: Plan, *, dry_run: bool = False) -> list[str]:
+def remove_stale_outputs(
+    the_plan: Plan, *, dry_run: bool = False, targeted: bool = False
+) -> list[str]:
     """Remove the outputs :func:`stale_outputs` finds, and every output made from them, with
     one line on stderr for each stale one; return the paths removed (``dry_run``: only name
     them, remove nothing).
@@ -559,7 +561,9 @@ def remove_stale_outputs(the_plan: Plan, *, dry_run: bool = False) -> list[str]:
     Snakemake then makes them again whatever its rerun triggers: it reruns a job whose output
     is missing, but not one whose input is missing while its own output is there — hence the
     outputs made from a stale one go too (a job table's: its artifact's table, checks, figure
-    and the report). Digest records go with their files."""
+    and the report). Digest records go with their files. ``targeted``: the command line names
+    its targets, which may not need every file removed (Snakemake reads the workflow before it
+    builds the DAG, so the line cannot say which): the line says so instead of "this run"."""
     from lbrepro.core.manifest import digest_path
 
     removed: list[str] = []
@@ -586,7 +590,12 @@ def remove_stale_outputs(the_plan: Plan, *, dry_run: bool = False) -> list[str]:
             if path not in folders:
                 print(f"lbrepro: {path}: {why}; a run makes it again", file=sys.stderr)
             continue
-        print(f"lbrepro: {path}: {why}; removed, this run makes it again", file=sys.stderr)
+        again = (
+            "made again by this run if its targets need it, else by the next full run"
+            if targeted
+            else "this run makes it again"
+        )
+        print(f"lbrepro: {path}: {why}; removed, {again}", file=sys.stderr)
         for victim in (path, *made_from_it):
             if victim in removed or not os.path.lexists(victim):
                 continue
@@ -643,6 +652,21 @@ _NOT_RUNNING = frozenset(
     --conda-create-envs-only --conda-cleanup-envs --list-conda-envs --generate-unit-tests
     --export-cwl --list-resources --version -v --help -h -S -D -l -t""".split()  # noqa: SIM905
 )
+
+
+def names_targets(argv: Sequence[str]) -> bool:
+    """Whether the Snakemake command line ``argv`` names targets (read by Snakemake's own
+    parser, so `--configfile a.yaml b.yaml` is not mistaken for them); False if it cannot
+    tell (then the workflow's default target, everything, is assumed)."""
+    import io
+
+    from snakemake.cli import get_argument_parser
+
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            return bool(get_argument_parser().parse_args(list(argv[1:])).targets)
+    except SystemExit:
+        return False
 
 
 def runs_jobs(argv: Sequence[str]) -> bool:
