@@ -1986,6 +1986,26 @@ def test_a_run_of_one_target_does_not_promise_what_it_does_not_make(
     assert full.returncode == 0 and (tree / "report" / "index.html").stat().st_size > 0
 
 
+def test_an_output_that_cannot_be_read_is_named_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An output the run may not read (its mode, an I/O error) is stale with its reason (was:
+    the PermissionError of hashing it, a traceback before any job). Root reads every mode, so
+    the refusal is simulated where the file is hashed."""
+    from lbrepro.core import manifest
+
+    path = tmp_path / "table.csv"
+    path.write_text("point,value\n")
+    manifest.write_digest(path)
+    assert manifest.verify(path) is None
+
+    def refused(_: Any) -> str:
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(manifest, "file_sha256", refused)
+    assert manifest.verify(path) == "unreadable: Permission denied"
+
+
 def _record_deleted(path: Path) -> None:
     from lbrepro.core.manifest import digest_path
 

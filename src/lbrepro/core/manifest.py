@@ -168,7 +168,11 @@ def verify(
         return f"unreadable: {err.strerror}"
     if size != record.get("bytes"):
         return f"{size} bytes, {record.get('bytes')} written (truncated or changed)"
-    if full and file_sha256(path) != record["sha256"]:
+    try:
+        changed = full and file_sha256(path) != record["sha256"]
+    except OSError as err:  # no read permission, an I/O error: named, then made again
+        return f"unreadable: {err.strerror}"
+    if changed:
         return "changed after it was written (digest differs)"
     return None
 
