@@ -983,8 +983,8 @@ def _occupancy(u1: float, deep: float, lam: float = 0.7) -> dict[str, Any]:
         "u_all": u,
         "mean_jobs": 1.1,
         "ci": {
-            "u": [[[1.0, u1 - 0.01, 0.09, deep]], [[1.0, u1 + 0.01, 0.11, deep]]],
-            "u_all": [[1.0, u1 - 0.01, 0.09, deep], [1.0, u1 + 0.01, 0.11, deep]],
+            "u": [[[1.0, u1 - 0.01, 0.09, 0.9 * deep]], [[1.0, u1 + 0.01, 0.11, 1.1 * deep]]],
+            "u_all": [[1.0, u1 - 0.01, 0.09, 0.9 * deep], [1.0, u1 + 0.01, 0.11, 1.1 * deep]],
             "mean_jobs": [1.0, 1.2],
         },
         "N": 100,
@@ -1006,13 +1006,32 @@ def _general(u1: float, deep: float) -> dict[str, Any]:
         "u": [1.0, u1, 0.1, deep],
         "mean_jobs": 1.1,
         "ci": {
-            "u": [[1.0, 1.0], [u1 - 0.01, u1 + 0.01], [0.09, 0.11], [deep, deep]],
+            "u": [[1.0, 1.0], [u1 - 0.01, u1 + 0.01], [0.09, 0.11], [0.9 * deep, 1.1 * deep]],
             "mean_jobs": [1.0, 1.2],
         },
         "N": 100,
         "seed": 1,
         "events": 28000,
     }
+
+
+def _pinned(result: dict[str, Any]) -> dict[str, Any]:
+    """``result`` (of :func:`_occupancy` or :func:`_general`) whose deepest level is 1 in
+    [1, 1]: the same in every batch, as a queue that never emptied."""
+    result = json.loads(json.dumps(result))
+    for name in ("u", "u_all"):
+        if name not in result:
+            continue
+        ci = result["ci"][name]
+        pairs = len(ci) == len(result[name]) != 2  # [low, high] per level, else [lows, highs]
+        if pairs:
+            result[name][-1], ci[-1] = 1.0, [1.0, 1.0]
+            continue
+        for values in (result[name], *ci):
+            while isinstance(values[0], list) and len(values) == 1:  # one server type
+                values = values[0]
+            values[-1] = 1.0
+    return result
 
 
 def _affinity(x00: float, deep: float) -> dict[str, Any]:
@@ -1064,6 +1083,29 @@ UNRESOLVED_CASES = [
          "mean_jobs": [0.0, 0.0]}, "N": 1, "seed": 1, "events": 1010},
         "mean_jobs",
     ),
+]  # fmt: skip
+
+
+# A quantity the same in every batch but not constant by definition (was: only 0 in [0, 0]
+# was unresolved; a queue that never emptied read as u_k = 1 in [1, 1], certain). (model,
+# arguments, a result with such a quantity, its name, a quantity exact by definition kept)
+CONSTANT_CASES = [
+    ("supermarket", ["--lam", "0.7", "--d", "2"], _pinned(_occupancy(0.7, 0.01)), "u[0][3]",
+     "u[0][0]"),
+    ("universality", ["--lam", "0.7", "--d", "2"], _pinned(_occupancy(0.7, 0.01)),
+     "u_all[3]", "u_all[0]"),
+    ("general", ["--lam", "0.7", "--d", "2"], _pinned(_general(0.7, 0.01)), "u[3]", "u[0]"),
+]  # fmt: skip
+# Real runs whose arrival fractions were the batch means' sums truncated to integers (was:
+# N = 1, 182 arrivals: p_wait = int(0.7)/int(1.4) = 0 in [0, 0.2], truly ~0.5; routing
+# fractions of two types summing to 0.83), or whose queue never emptied (u_k = 1 in [1, 1]).
+REAL_RUNS = [
+    ("supermarket-N1-p_wait", ["supermarket", "--lam", "0.5", "--d", "2", "--N", "1",
+                               "--horizon", "100"]),
+    ("hetero-route", ["hetero", "--lam", "0.01", "--gamma", "0.999,0.001", "--C", "1,100",
+                      "--d", "2,2", "--N", "1000", "--horizon", "20"]),
+    ("supermarket-N1-never-empties", ["supermarket", "--lam", "0.99", "--d", "1", "--N", "1",
+                                      "--horizon", "50"]),
 ]  # fmt: skip
 
 
@@ -1129,6 +1171,65 @@ def test_cli_quantity_not_resolved_is_never_zero_in_zero_zero(
     assert data["unresolved"]["events"] > 0
     assert "not resolved by this run" in err and quantity in err and err.count("\n") == 1
     assert "[0.0, 0.0]" not in json.dumps(data["ci"]) and "[0, 0]" not in out
+
+
+@pytest.mark.parametrize(
+    ("name", "argv", "result", "quantity", "exact"),
+    CONSTANT_CASES,
+    ids=[c[0] for c in CONSTANT_CASES],
+)
+def test_cli_quantity_constant_throughout_is_unresolved(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    name: str,
+    argv: list[str],
+    result: dict[str, Any],
+    quantity: str,
+    exact: str,
+) -> None:
+    """A zero-width interval away from 0 is unresolved too; u_0 = 1 keeps its exact value."""
+    _canned(monkeypatch, name, result)
+    assert cli.main(["simulate", name, *argv, *SIM_ARGS, "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    data = json.loads(out)
+    assert quantity in data["unresolved"]["quantities"], data
+    assert exact not in data["unresolved"]["quantities"], data
+    assert "not resolved by this run" in err and err.count("\n") == 1, err
+
+
+def _at(data: dict[str, Any], label: str) -> Any:
+    """``data["u"][0][1]`` for the label ``u[0][1]``."""
+    name, *indices = label.replace("]", "").split("[")
+    value = data[name]
+    for i in indices:
+        value = value[int(i)]
+    return value
+
+
+@pytest.mark.parametrize("argv", [c[1] for c in REAL_RUNS], ids=[c[0] for c in REAL_RUNS])
+def test_cli_real_runs_report_honest_fractions(
+    capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    """Arrival fractions are Σ counts / Σ arrivals of the run (p_wait·arrivals is a whole
+    number, the routing fractions sum to 1); at N = 1 an arrival waits iff the server is busy
+    (PASTA), so p_wait and u_1 agree within their intervals; u_0 = 1 stays exact."""
+    assert cli.main(["simulate", *argv, "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    unresolved = data.get("unresolved", {}).get("quantities", [])
+    route = [r for r in data["route"] if r is not None]
+    if len(route) == len(data["route"]):
+        assert sum(route) == pytest.approx(1.0, abs=1e-9), data["route"]
+    if data["p_wait"] is not None:
+        waits = data["p_wait"] * data["arrivals"]
+        assert waits == pytest.approx(round(waits), abs=1e-6), (data["p_wait"], data["arrivals"])
+    assert data["u"][0][0] == 1.0 and "u[0][0]" not in unresolved
+    if data["N"] == 1 and data["p_wait"] is not None and "u[0][1]" not in unresolved:
+        (p_low, p_high), u1 = data["ci"]["p_wait"], data["u"][0][1]
+        u_low, u_high = data["ci"]["u"][0][0][1], data["ci"]["u"][1][0][1]
+        slack = (p_high - p_low) / 2 + (u_high - u_low) / 2
+        assert abs(data["p_wait"] - u1) <= slack, (data["p_wait"], u1)
+    if data.get("work_conservation", {}).get("held") is False:  # never emptied: not certain
+        assert "u[0][1]" in unresolved and _at(data, "u[0][1]") is None
 
 
 def test_cli_whittle_unresolved_names_the_events_it_needs(

@@ -611,9 +611,24 @@ def _interval_layout(value: Any, ci: Any) -> tuple[Any, Any] | None:
     return options[0] if options else None
 
 
+#: Estimates constant by definition, whose zero-width interval is exact: the fraction of
+#: servers with at least 0 jobs (``u[j][0]``, ``u_all[0]``, ``u[0]`` = 1).
+_EXACT_BY_DEFINITION = re.compile(r"u(_all)?(\[\d+\])*\[0\]")
+
+
+def _exact_by_definition(name: str, value: Any) -> bool:
+    """Whether ``name`` (``u[0][0]``) is constant by definition; so is the routing fraction
+    of a single server type (every arrival goes to it)."""
+    if _EXACT_BY_DEFINITION.fullmatch(name):
+        return True
+    return name == "route[0]" and isinstance(value, list) and len(value) == 1
+
+
 def _unresolved(result: dict[str, Any]) -> list[str]:
-    """Estimates the run did not resolve — zero throughout, reported as 0 in [0, 0] — set to
-    null (value and interval) in ``result``; their names (``u[0][5]``)."""
+    """Estimates the run did not resolve — the same in every batch, reported with a
+    zero-width interval (0 in [0, 0], or 1 in [1, 1] for a queue that never emptied) — set to
+    null (value and interval) in ``result``; their names (``u[0][5]``). Quantities constant
+    by definition (:func:`_exact_by_definition`) keep their exact value."""
     import numpy as np
 
     names = []
@@ -627,7 +642,15 @@ def _unresolved(result: dict[str, Any]) -> list[str]:
             continue
         v = np.array(value, dtype=float)
         low, high = layout
-        zero = (v == 0) & (low == 0) & (high == 0)
+        # A zero-width interval on a measured quantity: every batch saw the same value, i.e.
+        # the run never saw it change (a queue that never emptied read as u_k = 1 in [1, 1]).
+        zero = np.atleast_1d((low == v) & (high == v))
+        if v.ndim == 0 and _exact_by_definition(name, value):
+            continue
+        for index in zip(*np.nonzero(zero), strict=True) if v.ndim else ():
+            label = name + "".join(f"[{int(i)}]" for i in index)
+            if _exact_by_definition(label, value):
+                zero[index] = False
         if not zero.any():
             continue
         if v.ndim == 0:
@@ -688,7 +711,7 @@ def _judge_run(model: Model, kwargs: dict[str, Any], result: dict[str, Any]) -> 
         result["unresolved"] = {"quantities": names, "events": events, "needs_events": needed}
         shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
         notes.append(
-            f"not resolved by this run (zero throughout its {events:.4g} events, reported as "
+            f"not resolved by this run (constant throughout its {events:.4g} events, reported as "
             f"null): {shown}; {need}"
         )
     if notes:
