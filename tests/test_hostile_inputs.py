@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import signal
 import subprocess
 import sys
@@ -1540,6 +1541,60 @@ def test_report_names_a_mistyped_or_deep_checks_file(
     path.write_text(content)
     claims, note = render._claims(path, "results/toy/toy-tail.checks.json")
     assert claims is None and needle in note and "toy-tail.checks.json" in note, note
+
+
+def _sparse(path: Path, size: int) -> None:
+    with path.open("wb") as f:  # a header, then a hole: large on paper, nothing on disk
+        f.write(b"s\th:m:s\n")
+        f.truncate(size)
+
+
+# Files under the run's benchmarks/ (the report's runtime table) and results records read as
+# JSON: (case, how to make it, the file's name, needle of the note or error). Was: a JSONL line
+# nested 100000 deep crashed the report (RecursionError); an 8 MiB file was read whole (1 GB:
+# 6 GB of memory, 40 s); read_json_bounded blocked forever on a FIFO.
+REPORT_FILES_REFUSED = [
+    ("deep-jsonl", lambda p: p.write_text("[" * 100_000 + "]" * 100_000 + "\n"), "b.jsonl",
+     "nested too deep"),
+    ("huge-tsv", lambda p: _sparse(p, 8 << 20), "b.tsv", "more than"),
+    ("fifo-record", lambda p: os.mkfifo(p), "r.json", "not a regular file"),
+    ("dev-zero-record", lambda p: p.symlink_to("/dev/zero"), "r.json", "not a regular file"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("case", "make", "name", "needle"),
+    REPORT_FILES_REFUSED,
+    ids=[c[0] for c in REPORT_FILES_REFUSED],
+)
+def test_report_reads_benchmarks_and_records_boundedly(
+    tmp_path: Path, case: str, make: Callable[[Path], None], name: str, needle: str
+) -> None:
+    """A benchmark file is a note on the runtime table, a record a one-line ValueError: never
+    a traceback, a hang or a whole huge file in memory."""
+    from lbrepro.report.runtimes import read_benchmarks
+    from lbrepro.report.sanitize import read_json_bounded
+
+    path = tmp_path / name
+    make(path)
+
+    def hung(*_: Any) -> None:
+        raise TimeoutError("the read hung")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(30)
+    try:
+        if name.startswith("b."):
+            (row,) = read_benchmarks(tmp_path, [])
+            note = row["note"]
+        else:
+            with pytest.raises(ValueError) as refused:
+                read_json_bounded(path)
+            note = str(refused.value)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert needle in note and "\n" not in note, note
 
 
 # --------------------------------------------- every error a user can cause: one line
