@@ -1423,6 +1423,8 @@ def _run_tree(root: Path, content: str | None, *, special: str = "") -> Path:
 
 
 DEEP = "[" * 200_000 + "]" * 200_000
+DUPLICATE_OUTCOME = '[{"claim": "a", "outcome": "reproduced", "outcome": "not reproduced"}]'
+GIANT_MEASURED = '[{"claim": "a", "outcome": "reproduced", "measured": ' + "9" * 5000 + "}]"
 # (case, content of B's checks file or a special file, needle of the one error line)
 DIFF_REFUSED = [
     ("fifo", None, "fifo", "not a regular file"),
@@ -1432,6 +1434,10 @@ DIFF_REFUSED = [
     ("passed-as-text", _checks([{**_entry("a"), "passed": "true"}]), "", "passed"),
     ("outcome-as-bool", _checks([{**_entry("a"), "outcome": True}]), "", "outcome"),
     ("measured-nested", _checks([_entry("a", measured=[[[[[0.5]]]]])]), "", "measured"),
+    # was: the last of two "outcome" keys silently won (a flip shown from a file saying both)
+    ("duplicate-key", DUPLICATE_OUTCOME, "", "duplicate key 'outcome'"),
+    # was: Python's advice to call sys.set_int_max_str_digits()
+    ("giant-integer", GIANT_MEASURED, "", "an integer of 5000 digits"),
 ]
 
 
@@ -1524,6 +1530,7 @@ REPORT_CHECKS_REFUSED = [
     ("looks-as-text", _checks([{**_entry("a"), "looks": "3"}]), "looks"),
     ("nested-40", _checks([_entry("a", measured=json.loads("[" * 40 + "]" * 40))]), "nested"),
     ("control-not-object", _checks([{**_entry("a"), "control": "reproduced"}]), "control"),
+    ("duplicate-key", DUPLICATE_OUTCOME, "duplicate key"),  # was: the last one counted
 ]
 
 
