@@ -542,6 +542,10 @@ CLI_CASES = [
     (["solve", "general", "--dist", "erlang:3000", "--lam", "0.8", "--d", "2"], "--dist"),
     (["solve", "general", "--dist", "lomax:1.0000001", "--lam", "0.8", "--d", "2"], "--dist"),
     (["solve", "general", "--dist", "hyperexp:1e9", "--lam", "0.8", "--d", "2"], "--dist"),
+    # issue 34 (hB): a Lomax shape so large the tail integrals fail (was: an OverflowError
+    # traceback from lomax:1e17, theta 0.508 for 0.5 from lomax:1e15, both exit code 0 or 1)
+    (["solve", "general", "--dist", "lomax:1e17", "--lam", "0.5", "--d", "2"], "--dist"),
+    (["solve", "general", "--dist", "lomax:1e15", "--lam", "0.5", "--d", "2"], "--dist"),
     (
         ["simulate", "general", "--dist", "erlang:100000", "--lam", "0.5", "--d", "2", *SIM],
         "--dist",
