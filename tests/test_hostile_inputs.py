@@ -1626,6 +1626,43 @@ def test_error_naming_a_hostile_path_is_one_safe_line(
     assert "\x1b" not in err
 
 
+# Targets no rule makes (was: Snakemake's MissingRuleException after its banner, exit code 1):
+# (case, target, needle of the one line).
+UNMADE_TARGETS = [
+    ("a-folder", "results", "no rule makes 'results'"),
+    ("outside", "/tmp/elsewhere/supermarket-tail.csv", "outside the run's folder"),
+    ("job-id-with-space", "results/supermarket/supermarket-tail/jobs/rho0.9 d2.csv", "no rule"),
+    ("no-suffix", "results/supermarket/supermarket-tail/jobs/rho0.9-d2", "no rule makes"),
+    ("config-file", "small.yaml", "no rule makes 'small.yaml'"),
+    ("escape", "results/x\x1b[2J.csv", "\\x1b[2J"),
+]
+SMALL_RUN = yaml.safe_dump(
+    COMMON
+    | {"supermarket-tail": {"rho": [0.9], "d": [2], "N": 100, "horizon": 400, "warmup": 20,
+                            "kmax": 6}}
+)  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("case", "target", "needle"), UNMADE_TARGETS, ids=[c[0] for c in UNMADE_TARGETS]
+)
+def test_target_no_rule_makes_is_one_line(
+    tmp_path: Path, case: str, target: str, needle: str
+) -> None:
+    from conftest import snakemake_command
+
+    (tmp_path / "small.yaml").write_text(SMALL_RUN)
+    run = snakemake_command(
+        "--cores", "1", "--directory", str(tmp_path), "--configfile",
+        str(tmp_path / "small.yaml"), "-n", "--", target, timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 2, run.stderr[-2000:]
+    lines = [ln for ln in run.stderr.splitlines() if ln.startswith("lbrepro: no such target: ")]
+    assert len(lines) == 1 and needle in lines[0], run.stderr[-2000:]
+    assert "Traceback" not in run.stderr + run.stdout and "\x1b" not in run.stderr
+
+
 # ------------------------------------------------------------ a command line for people
 def test_solve_prints_a_table_when_asked_and_json_by_default(
     capsys: pytest.CaptureFixture[str],

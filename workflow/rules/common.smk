@@ -36,7 +36,9 @@ from lbrepro.pipeline import (
     plan,
     remove_stale_outputs,
     runs_jobs,
+    snakemake_targets,
     target_problem,
+    unmade_target,
     validate_config,
 )
 
