@@ -1237,6 +1237,55 @@ def test_cli_real_runs_report_honest_fractions(
         assert "u[0][1]" in unresolved and _at(data, "u[0][1]") is None
 
 
+# Solves whose mean-field ODE relaxes too slowly (was: no answer and no line for over ten
+# minutes): (case, arguments, exit code, needle on stderr). SOLVE_SECONDS and PROBE_SECONDS
+# are shortened here; the answers are the same at their defaults, later.
+SLOW_SOLVES = [
+    ("hetero-near-capacity", ["hetero", "--lam", "1.49999", "--gamma", "0.5,0.5", "--C", "1,2",
+                              "--d", "2,2"], 2, "did not settle within 3 s"),
+    ("hetero-unequal-classes", ["hetero", "--lam", "0.5", "--gamma", "0.999999,0.000001",
+                                "--C", "1,1000", "--d", "2,2"], 0, ""),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("case", "argv", "code", "needle"), SLOW_SOLVES, ids=[c[0] for c in SLOW_SOLVES]
+)
+def test_cli_slow_solve_ends_with_one_line_or_says_what_it_skipped(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    case: str,
+    argv: list[str],
+    code: int,
+    needle: str,
+) -> None:
+    """A solve stops after its time budget with one line (exit 2), or, when only the
+    uniqueness probe is slow, answers and names the starts it left out."""
+    from lbrepro.models.hetero import command_line
+
+    monkeypatch.setattr(cli, "SOLVE_SECONDS", 3.0, raising=False)
+    monkeypatch.setattr(command_line, "PROBE_SECONDS", 1.0, raising=False)
+
+    def hung(*_: Any) -> None:
+        raise TimeoutError("the solve ran on")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(90)
+    try:
+        assert cli.main(["solve", *argv, "--format", "json"]) == code
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    out, err = capsys.readouterr()
+    if code:
+        assert err.startswith("lbrepro: error: ") and err.count("\n") == 1, err
+        assert needle in err, err
+        return
+    data = json.loads(out)
+    assert data["unsettled_starts"], data
+    assert any("uniqueness probe incomplete" in w for w in data["warnings"]), data
+
+
 def test_cli_whittle_unresolved_names_the_events_it_needs(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -35,6 +35,8 @@ from lbrepro.models.spec import RUN_OPTIONS, Model, Param
 EXIT_USAGE = 2
 # Above this many expected events a simulation shows a progress bar on stderr by default.
 PROGRESS_EVENTS = 2e7
+# Wall time a solve's ODE integrations may take in all (lbrepro.core.equilibrium.time_budget).
+SOLVE_SECONDS = 120.0
 
 
 class _Parser(argparse.ArgumentParser):
@@ -388,7 +390,12 @@ def _run_model(args: argparse.Namespace) -> dict[str, Any]:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         if args.command == "solve":
-            result = _as_json(model.solve(**kwargs))
+            from lbrepro.core.equilibrium import time_budget
+
+            # A mean-field ODE near capacity creeps on in tiny steps for hours: one line
+            # (IntegrationTimeout) after SOLVE_SECONDS instead.
+            with time_budget(SOLVE_SECONDS):
+                result = _as_json(model.solve(**kwargs))
         else:
             if model.takes("simulate", "progress"):
                 # Events ≈ arrivals + departures (slots for a slotted model).
