@@ -1577,6 +1577,30 @@ def test_diff_output_is_terminal_safe_and_matches_claims_by_identity(
     assert present in out and absent not in out, out
 
 
+# The run's last words (lbrepro.report.run_summary) name its folder: (case, folder name, how it
+# must be shown). Was: the name reached the terminal as it was.
+SUMMARY_FOLDERS = [
+    ("escape", "run\x1b[2J\x1b]0;owned\x07", "run\\x1b[2J"),
+    ("newline", "run\nReport: forged.html", "run\\nReport"),
+    ("bidi", "run\u202egnp.html", "\\u202e"),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "name", "shown"), SUMMARY_FOLDERS, ids=[c[0] for c in SUMMARY_FOLDERS]
+)
+def test_run_summary_is_terminal_safe(tmp_path: Path, case: str, name: str, shown: str) -> None:
+    from lbrepro.report.run_summary import summary_lines
+
+    root = tmp_path / name
+    root.mkdir()
+    lines = summary_lines([], {}, root, root / "report" / "index.html")
+    text = "\n".join(lines)
+    assert shown in text, text
+    assert not any(c in text for c in "\x1b\x07\u202e\r"), text
+    assert all("\n" not in line for line in lines), lines
+
+
 REPORT_CHECKS_REFUSED = [
     ("passed-as-text", _checks([{**_entry("a"), "passed": "true"}]), "passed"),
     ("invalid-as-bool", _checks([{**_entry("a"), "invalid": False}]), "invalid"),
