@@ -1736,6 +1736,38 @@ def test_target_no_rule_makes_is_one_line(
     assert "Traceback" not in run.stderr + run.stdout and "\x1b" not in run.stderr
 
 
+# Config files whose keys or values hold terminal controls, given to Snakemake: (case, the
+# file's YAML, how the one line must show it). Was: "invalid configuration: " and the raw text.
+WORKFLOW_UNSAFE_CONFIGS = [
+    ("escape-in-key", '"ab\\e[2J": 1\n', "ab\\x1b[2J"),
+    ("bidi-in-key", '"ab\\u202e": 1\n', "ab\\u202e"),
+    ("escape-in-section-key", 'supermarket-tail: {"N\\e]0;x\\a": 1}\n', "N\\x1b]0;x\\x07"),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("case", "content", "shown"),
+    WORKFLOW_UNSAFE_CONFIGS,
+    ids=[c[0] for c in WORKFLOW_UNSAFE_CONFIGS],
+)
+def test_workflow_config_error_is_terminal_safe(
+    tmp_path: Path, case: str, content: str, shown: str
+) -> None:
+    from conftest import snakemake_command
+
+    (tmp_path / "small.yaml").write_text(SMALL_RUN)
+    (tmp_path / "bad.yaml").write_text(content)
+    run = snakemake_command(
+        "--cores", "1", "--directory", str(tmp_path), "--configfile",
+        str(tmp_path / "small.yaml"), str(tmp_path / "bad.yaml"), "-n", timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 2, run.stderr[-2000:]
+    lines = [ln for ln in run.stderr.splitlines() if ln.startswith("invalid configuration: ")]
+    assert len(lines) == 1 and shown in lines[0], run.stderr[-2000:]
+    assert not any(c in run.stderr for c in "\x1b\x07\u202e"), run.stderr[-2000:]
+
+
 # ------------------------------------------------------------ a command line for people
 def test_solve_prints_a_table_when_asked_and_json_by_default(
     capsys: pytest.CaptureFixture[str],
