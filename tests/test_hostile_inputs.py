@@ -624,6 +624,26 @@ def test_non_finite_results_are_json_null(capsys: pytest.CaptureFixture[str]) ->
     yaml.safe_load(out)  # valid JSON is valid YAML
 
 
+# Results holding NaN, as a table for a person (was: "nan" printed as a number, and a p_wait
+# interval "[nan, nan]" beside a confident value; the JSON had null).
+NON_FINITE_TABLES = [
+    ["solve", "affinity", "--lam", "1e-300", "--d1", "2"],
+    ["simulate", "supermarket", "--lam", "0.5", "--d", "2", "--N", "1", "--horizon", "100",
+     "--seed", "2"],
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("argv", NON_FINITE_TABLES, ids=["solve-affinity", "p_wait-interval"])
+def test_non_finite_results_are_a_dash_in_tables(
+    capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    assert cli.main([*argv, "--format", "table"]) == 0
+    out = capsys.readouterr().out
+    words = out.replace("[", " ").replace("]", " ").replace(",", " ").split()
+    assert not {"nan", "inf", "-inf"} & set(words), out
+    assert "—" in out, out
+
+
 # ------------------------------------------------------------------ what must keep working
 ACCEPTED = [
     ("supermarket-tail", {"rho": [0.9, 0.9000001]}, {"rho0.9-d2", "rho0.9000001-d2"}),

@@ -274,8 +274,9 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
 
 
 def _fmt(value: Any) -> str:
-    """A number to 6 significant digits; null as an em dash."""
-    if value is None:
+    """A number to 6 significant digits; null, NaN and ±inf as an em dash (as the JSON's
+    null: an undefined quantity, or interval, is not a number — "nan" was printed as one)."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "—"
     if isinstance(value, float):
         return f"{value:.6g}"
