@@ -546,6 +546,9 @@ CLI_CASES = [
     # traceback from lomax:1e17, theta 0.508 for 0.5 from lomax:1e15, both exit code 0 or 1)
     (["solve", "general", "--dist", "lomax:1e17", "--lam", "0.5", "--d", "2"], "--dist"),
     (["solve", "general", "--dist", "lomax:1e15", "--lam", "0.5", "--d", "2"], "--dist"),
+    # issue 34 (hB): a tail heavier than the exact mean field's truncation (was: "…; increase
+    # K", a step no flag takes)
+    (["solve", "general", "--dist", "hyperexp:10000", "--lam", "0.999", "--d", "2"], "--lam"),
     (
         ["simulate", "general", "--dist", "erlang:100000", "--lam", "0.5", "--d", "2", *SIM],
         "--dist",
