@@ -1495,6 +1495,9 @@ def _run_tree(root: Path, content: str | None, *, special: str = "") -> Path:
             f.truncate(2**30)
     else:
         path.write_text(content or "")
+    if special == "twin":  # the same artifact's checks under a second paper's folder
+        (root / "results" / "other").mkdir()
+        (root / "results" / "other" / path.name).write_text(_checks([_entry("a")]))
     return root
 
 
@@ -1514,6 +1517,8 @@ DIFF_REFUSED = [
     ("duplicate-key", DUPLICATE_OUTCOME, "", "duplicate key 'outcome'"),
     # was: Python's advice to call sys.set_int_max_str_digits()
     ("giant-integer", GIANT_MEASURED, "", "an integer of 5000 digits"),
+    # was: the second file's claims silently replaced the first's (a flip hidden)
+    ("twin-artifact", _checks([_entry("a", "not reproduced")]), "twin", "also in"),
 ]
 
 
