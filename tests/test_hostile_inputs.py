@@ -516,6 +516,15 @@ CLI_CASES = [
     (["simulate", "supermarket", "--lam", "0.9", "--d", "2", *SIM, "--warmup", "50"], "--horizon"),
     (["simulate", "supermarket", "--lam", "0.9", "--d", "2", *SIM, "--warmup", "nan"], "--warmup"),
     (["simulate", "supermarket", "--lam", "0.9", "--d", "2", *SIM, "--batches", "1"], "--batches"),
+    # issue 34 (hB): the event budget named no flag (was: "max_events: must be > 0, got nan")
+    (
+        ["simulate", "supermarket", "--lam", "0.9", "--d", "2", *SIM, "--max-events", "nan"],
+        "--max-events",
+    ),
+    (
+        ["simulate", "supermarket", "--lam", "0.9", "--d", "2", *SIM, "--max-events", "-1"],
+        "--max-events",
+    ),
     (["simulate", "supermarket", "--lam", "0.9", "--d", "2", "--N", "0", "--horizon", "5"], "--N"),
     (
         ["simulate", "supermarket", "--lam", "0.9", "--d", "2", "--N", "10.5", "--horizon", "5"],

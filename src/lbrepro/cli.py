@@ -75,6 +75,18 @@ def _integer(text: str) -> int:
         return int(number)
 
 
+def _event_budget(text: str) -> float:
+    """``--max-events``: a number > 0; ``inf`` for no limit (was: ``max_events: must be > 0,
+    got nan``, naming no flag, after the model's arguments were checked)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0 (inf: no limit), got {text!r}")
+    return value
+
+
 def _number(value: float | None) -> str:
     """A bound as the user would write it (10000000, not 1e+07)."""
     return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
@@ -202,7 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
                 )
             p_model.add_argument(
                 "--max-events",
-                type=float,
+                type=_event_budget,
                 default=None,
                 help="refuse a run expected to take more events than this "
                 "(default 1e10, see lbrepro.sim.runlength)",
