@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import signal
 import subprocess
 import sys
@@ -515,6 +516,15 @@ CLI_CASES = [
     (["simulate", "supermarket", "--lam", "0.9", "--d", "2", *SIM, "--warmup", "50"], "--horizon"),
     (["simulate", "supermarket", "--lam", "0.9", "--d", "2", *SIM, "--warmup", "nan"], "--warmup"),
     (["simulate", "supermarket", "--lam", "0.9", "--d", "2", *SIM, "--batches", "1"], "--batches"),
+    # issue 34 (hB): the event budget named no flag (was: "max_events: must be > 0, got nan")
+    (
+        ["simulate", "supermarket", "--lam", "0.9", "--d", "2", *SIM, "--max-events", "nan"],
+        "--max-events",
+    ),
+    (
+        ["simulate", "supermarket", "--lam", "0.9", "--d", "2", *SIM, "--max-events", "-1"],
+        "--max-events",
+    ),
     (["simulate", "supermarket", "--lam", "0.9", "--d", "2", "--N", "0", "--horizon", "5"], "--N"),
     (
         ["simulate", "supermarket", "--lam", "0.9", "--d", "2", "--N", "10.5", "--horizon", "5"],
@@ -541,6 +551,13 @@ CLI_CASES = [
     (["solve", "general", "--dist", "erlang:3000", "--lam", "0.8", "--d", "2"], "--dist"),
     (["solve", "general", "--dist", "lomax:1.0000001", "--lam", "0.8", "--d", "2"], "--dist"),
     (["solve", "general", "--dist", "hyperexp:1e9", "--lam", "0.8", "--d", "2"], "--dist"),
+    # issue 34 (hB): a Lomax shape so large the tail integrals fail (was: an OverflowError
+    # traceback from lomax:1e17, theta 0.508 for 0.5 from lomax:1e15, both exit code 0 or 1)
+    (["solve", "general", "--dist", "lomax:1e17", "--lam", "0.5", "--d", "2"], "--dist"),
+    (["solve", "general", "--dist", "lomax:1e15", "--lam", "0.5", "--d", "2"], "--dist"),
+    # issue 34 (hB): a tail heavier than the exact mean field's truncation (was: "…; increase
+    # K", a step no flag takes)
+    (["solve", "general", "--dist", "hyperexp:10000", "--lam", "0.999", "--d", "2"], "--lam"),
     (
         ["simulate", "general", "--dist", "erlang:100000", "--lam", "0.5", "--d", "2", *SIM],
         "--dist",
@@ -617,6 +634,26 @@ def test_non_finite_results_are_json_null(capsys: pytest.CaptureFixture[str]) ->
     out = capsys.readouterr().out
     assert "NaN" not in out and "Infinity" not in out
     yaml.safe_load(out)  # valid JSON is valid YAML
+
+
+# Results holding NaN, as a table for a person (was: "nan" printed as a number, and a p_wait
+# interval "[nan, nan]" beside a confident value; the JSON had null).
+NON_FINITE_TABLES = [
+    ["solve", "affinity", "--lam", "1e-300", "--d1", "2"],
+    ["simulate", "supermarket", "--lam", "0.5", "--d", "2", "--N", "1", "--horizon", "100",
+     "--seed", "2"],
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("argv", NON_FINITE_TABLES, ids=["solve-affinity", "p_wait-interval"])
+def test_non_finite_results_are_a_dash_in_tables(
+    capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    assert cli.main([*argv, "--format", "table"]) == 0
+    out = capsys.readouterr().out
+    words = out.replace("[", " ").replace("]", " ").replace(",", " ").split()
+    assert not {"nan", "inf", "-inf"} & set(words), out
+    assert "—" in out, out
 
 
 # ------------------------------------------------------------------ what must keep working
@@ -983,8 +1020,8 @@ def _occupancy(u1: float, deep: float, lam: float = 0.7) -> dict[str, Any]:
         "u_all": u,
         "mean_jobs": 1.1,
         "ci": {
-            "u": [[[1.0, u1 - 0.01, 0.09, deep]], [[1.0, u1 + 0.01, 0.11, deep]]],
-            "u_all": [[1.0, u1 - 0.01, 0.09, deep], [1.0, u1 + 0.01, 0.11, deep]],
+            "u": [[[1.0, u1 - 0.01, 0.09, 0.9 * deep]], [[1.0, u1 + 0.01, 0.11, 1.1 * deep]]],
+            "u_all": [[1.0, u1 - 0.01, 0.09, 0.9 * deep], [1.0, u1 + 0.01, 0.11, 1.1 * deep]],
             "mean_jobs": [1.0, 1.2],
         },
         "N": 100,
@@ -1006,13 +1043,32 @@ def _general(u1: float, deep: float) -> dict[str, Any]:
         "u": [1.0, u1, 0.1, deep],
         "mean_jobs": 1.1,
         "ci": {
-            "u": [[1.0, 1.0], [u1 - 0.01, u1 + 0.01], [0.09, 0.11], [deep, deep]],
+            "u": [[1.0, 1.0], [u1 - 0.01, u1 + 0.01], [0.09, 0.11], [0.9 * deep, 1.1 * deep]],
             "mean_jobs": [1.0, 1.2],
         },
         "N": 100,
         "seed": 1,
         "events": 28000,
     }
+
+
+def _pinned(result: dict[str, Any]) -> dict[str, Any]:
+    """``result`` (of :func:`_occupancy` or :func:`_general`) whose deepest level is 1 in
+    [1, 1]: the same in every batch, as a queue that never emptied."""
+    result = json.loads(json.dumps(result))
+    for name in ("u", "u_all"):
+        if name not in result:
+            continue
+        ci = result["ci"][name]
+        pairs = len(ci) == len(result[name]) != 2  # [low, high] per level, else [lows, highs]
+        if pairs:
+            result[name][-1], ci[-1] = 1.0, [1.0, 1.0]
+            continue
+        for values in (result[name], *ci):
+            while isinstance(values[0], list) and len(values) == 1:  # one server type
+                values = values[0]
+            values[-1] = 1.0
+    return result
 
 
 def _affinity(x00: float, deep: float) -> dict[str, Any]:
@@ -1064,6 +1120,29 @@ UNRESOLVED_CASES = [
          "mean_jobs": [0.0, 0.0]}, "N": 1, "seed": 1, "events": 1010},
         "mean_jobs",
     ),
+]  # fmt: skip
+
+
+# A quantity the same in every batch but not constant by definition (was: only 0 in [0, 0]
+# was unresolved; a queue that never emptied read as u_k = 1 in [1, 1], certain). (model,
+# arguments, a result with such a quantity, its name, a quantity exact by definition kept)
+CONSTANT_CASES = [
+    ("supermarket", ["--lam", "0.7", "--d", "2"], _pinned(_occupancy(0.7, 0.01)), "u[0][3]",
+     "u[0][0]"),
+    ("universality", ["--lam", "0.7", "--d", "2"], _pinned(_occupancy(0.7, 0.01)),
+     "u_all[3]", "u_all[0]"),
+    ("general", ["--lam", "0.7", "--d", "2"], _pinned(_general(0.7, 0.01)), "u[3]", "u[0]"),
+]  # fmt: skip
+# Real runs whose arrival fractions were the batch means' sums truncated to integers (was:
+# N = 1, 182 arrivals: p_wait = int(0.7)/int(1.4) = 0 in [0, 0.2], truly ~0.5; routing
+# fractions of two types summing to 0.83), or whose queue never emptied (u_k = 1 in [1, 1]).
+REAL_RUNS = [
+    ("supermarket-N1-p_wait", ["supermarket", "--lam", "0.5", "--d", "2", "--N", "1",
+                               "--horizon", "100"]),
+    ("hetero-route", ["hetero", "--lam", "0.01", "--gamma", "0.999,0.001", "--C", "1,100",
+                      "--d", "2,2", "--N", "1000", "--horizon", "20"]),
+    ("supermarket-N1-never-empties", ["supermarket", "--lam", "0.99", "--d", "1", "--N", "1",
+                                      "--horizon", "50"]),
 ]  # fmt: skip
 
 
@@ -1129,6 +1208,114 @@ def test_cli_quantity_not_resolved_is_never_zero_in_zero_zero(
     assert data["unresolved"]["events"] > 0
     assert "not resolved by this run" in err and quantity in err and err.count("\n") == 1
     assert "[0.0, 0.0]" not in json.dumps(data["ci"]) and "[0, 0]" not in out
+
+
+@pytest.mark.parametrize(
+    ("name", "argv", "result", "quantity", "exact"),
+    CONSTANT_CASES,
+    ids=[c[0] for c in CONSTANT_CASES],
+)
+def test_cli_quantity_constant_throughout_is_unresolved(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    name: str,
+    argv: list[str],
+    result: dict[str, Any],
+    quantity: str,
+    exact: str,
+) -> None:
+    """A zero-width interval away from 0 is unresolved too; u_0 = 1 keeps its exact value."""
+    _canned(monkeypatch, name, result)
+    assert cli.main(["simulate", name, *argv, *SIM_ARGS, "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    data = json.loads(out)
+    assert quantity in data["unresolved"]["quantities"], data
+    assert exact not in data["unresolved"]["quantities"], data
+    assert "not resolved by this run" in err and err.count("\n") == 1, err
+
+
+def _at(data: dict[str, Any], label: str) -> Any:
+    """``data["u"][0][1]`` for the label ``u[0][1]``."""
+    name, *indices = label.replace("]", "").split("[")
+    value = data[name]
+    for i in indices:
+        value = value[int(i)]
+    return value
+
+
+@pytest.mark.parametrize("argv", [c[1] for c in REAL_RUNS], ids=[c[0] for c in REAL_RUNS])
+def test_cli_real_runs_report_honest_fractions(
+    capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    """Arrival fractions are Σ counts / Σ arrivals of the run (p_wait·arrivals is a whole
+    number, the routing fractions sum to 1); at N = 1 an arrival waits iff the server is busy
+    (PASTA), so p_wait and u_1 agree within their intervals; u_0 = 1 stays exact."""
+    assert cli.main(["simulate", *argv, "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    unresolved = data.get("unresolved", {}).get("quantities", [])
+    route = [r for r in data["route"] if r is not None]
+    if len(route) == len(data["route"]):
+        assert sum(route) == pytest.approx(1.0, abs=1e-9), data["route"]
+    if data["p_wait"] is not None:
+        waits = data["p_wait"] * data["arrivals"]
+        assert waits == pytest.approx(round(waits), abs=1e-6), (data["p_wait"], data["arrivals"])
+    assert data["u"][0][0] == 1.0 and "u[0][0]" not in unresolved
+    if data["N"] == 1 and data["p_wait"] is not None and "u[0][1]" not in unresolved:
+        (p_low, p_high), u1 = data["ci"]["p_wait"], data["u"][0][1]
+        u_low, u_high = data["ci"]["u"][0][0][1], data["ci"]["u"][1][0][1]
+        slack = (p_high - p_low) / 2 + (u_high - u_low) / 2
+        assert abs(data["p_wait"] - u1) <= slack, (data["p_wait"], u1)
+    if data.get("work_conservation", {}).get("held") is False:  # never emptied: not certain
+        assert "u[0][1]" in unresolved and _at(data, "u[0][1]") is None
+
+
+# Solves whose mean-field ODE relaxes too slowly (was: no answer and no line for over ten
+# minutes): (case, arguments, exit code, needle on stderr). SOLVE_SECONDS and PROBE_SECONDS
+# are shortened here; the answers are the same at their defaults, later.
+SLOW_SOLVES = [
+    ("hetero-near-capacity", ["hetero", "--lam", "1.49999", "--gamma", "0.5,0.5", "--C", "1,2",
+                              "--d", "2,2"], 2, "did not settle within 3 s"),
+    ("hetero-unequal-classes", ["hetero", "--lam", "0.5", "--gamma", "0.999999,0.000001",
+                                "--C", "1,1000", "--d", "2,2"], 0, ""),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("case", "argv", "code", "needle"), SLOW_SOLVES, ids=[c[0] for c in SLOW_SOLVES]
+)
+def test_cli_slow_solve_ends_with_one_line_or_says_what_it_skipped(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    case: str,
+    argv: list[str],
+    code: int,
+    needle: str,
+) -> None:
+    """A solve stops after its time budget with one line (exit 2), or, when only the
+    uniqueness probe is slow, answers and names the starts it left out."""
+    from lbrepro.models.hetero import command_line
+
+    monkeypatch.setattr(cli, "SOLVE_SECONDS", 3.0, raising=False)
+    monkeypatch.setattr(command_line, "PROBE_SECONDS", 1.0, raising=False)
+
+    def hung(*_: Any) -> None:
+        raise TimeoutError("the solve ran on")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(90)
+    try:
+        assert cli.main(["solve", *argv, "--format", "json"]) == code
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    out, err = capsys.readouterr()
+    if code:
+        assert err.startswith("lbrepro: error: ") and err.count("\n") == 1, err
+        assert needle in err, err
+        return
+    data = json.loads(out)
+    assert data["unsettled_starts"], data
+    assert any("uniqueness probe incomplete" in w for w in data["warnings"]), data
 
 
 def test_cli_whittle_unresolved_names_the_events_it_needs(
@@ -1320,10 +1507,15 @@ def _run_tree(root: Path, content: str | None, *, special: str = "") -> Path:
             f.truncate(2**30)
     else:
         path.write_text(content or "")
+    if special == "twin":  # the same artifact's checks under a second paper's folder
+        (root / "results" / "other").mkdir()
+        (root / "results" / "other" / path.name).write_text(_checks([_entry("a")]))
     return root
 
 
 DEEP = "[" * 200_000 + "]" * 200_000
+DUPLICATE_OUTCOME = '[{"claim": "a", "outcome": "reproduced", "outcome": "not reproduced"}]'
+GIANT_MEASURED = '[{"claim": "a", "outcome": "reproduced", "measured": ' + "9" * 5000 + "}]"
 # (case, content of B's checks file or a special file, needle of the one error line)
 DIFF_REFUSED = [
     ("fifo", None, "fifo", "not a regular file"),
@@ -1333,6 +1525,12 @@ DIFF_REFUSED = [
     ("passed-as-text", _checks([{**_entry("a"), "passed": "true"}]), "", "passed"),
     ("outcome-as-bool", _checks([{**_entry("a"), "outcome": True}]), "", "outcome"),
     ("measured-nested", _checks([_entry("a", measured=[[[[[0.5]]]]])]), "", "measured"),
+    # was: the last of two "outcome" keys silently won (a flip shown from a file saying both)
+    ("duplicate-key", DUPLICATE_OUTCOME, "", "duplicate key 'outcome'"),
+    # was: Python's advice to call sys.set_int_max_str_digits()
+    ("giant-integer", GIANT_MEASURED, "", "an integer of 5000 digits"),
+    # was: the second file's claims silently replaced the first's (a flip hidden)
+    ("twin-artifact", _checks([_entry("a", "not reproduced")]), "twin", "also in"),
 ]
 
 
@@ -1419,12 +1617,37 @@ def test_diff_output_is_terminal_safe_and_matches_claims_by_identity(
     assert present in out and absent not in out, out
 
 
+# The run's last words (lbrepro.report.run_summary) name its folder: (case, folder name, how it
+# must be shown). Was: the name reached the terminal as it was.
+SUMMARY_FOLDERS = [
+    ("escape", "run\x1b[2J\x1b]0;owned\x07", "run\\x1b[2J"),
+    ("newline", "run\nReport: forged.html", "run\\nReport"),
+    ("bidi", "run\u202egnp.html", "\\u202e"),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "name", "shown"), SUMMARY_FOLDERS, ids=[c[0] for c in SUMMARY_FOLDERS]
+)
+def test_run_summary_is_terminal_safe(tmp_path: Path, case: str, name: str, shown: str) -> None:
+    from lbrepro.report.run_summary import summary_lines
+
+    root = tmp_path / name
+    root.mkdir()
+    lines = summary_lines([], {}, root, root / "report" / "index.html")
+    text = "\n".join(lines)
+    assert shown in text, text
+    assert not any(c in text for c in "\x1b\x07\u202e\r"), text
+    assert all("\n" not in line for line in lines), lines
+
+
 REPORT_CHECKS_REFUSED = [
     ("passed-as-text", _checks([{**_entry("a"), "passed": "true"}]), "passed"),
     ("invalid-as-bool", _checks([{**_entry("a"), "invalid": False}]), "invalid"),
     ("looks-as-text", _checks([{**_entry("a"), "looks": "3"}]), "looks"),
     ("nested-40", _checks([_entry("a", measured=json.loads("[" * 40 + "]" * 40))]), "nested"),
     ("control-not-object", _checks([{**_entry("a"), "control": "reproduced"}]), "control"),
+    ("duplicate-key", DUPLICATE_OUTCOME, "duplicate key"),  # was: the last one counted
 ]
 
 
@@ -1444,6 +1667,60 @@ def test_report_names_a_mistyped_or_deep_checks_file(
     assert claims is None and needle in note and "toy-tail.checks.json" in note, note
 
 
+def _sparse(path: Path, size: int) -> None:
+    with path.open("wb") as f:  # a header, then a hole: large on paper, nothing on disk
+        f.write(b"s\th:m:s\n")
+        f.truncate(size)
+
+
+# Files under the run's benchmarks/ (the report's runtime table) and results records read as
+# JSON: (case, how to make it, the file's name, needle of the note or error). Was: a JSONL line
+# nested 100000 deep crashed the report (RecursionError); an 8 MiB file was read whole (1 GB:
+# 6 GB of memory, 40 s); read_json_bounded blocked forever on a FIFO.
+REPORT_FILES_REFUSED = [
+    ("deep-jsonl", lambda p: p.write_text("[" * 100_000 + "]" * 100_000 + "\n"), "b.jsonl",
+     "nested too deep"),
+    ("huge-tsv", lambda p: _sparse(p, 8 << 20), "b.tsv", "more than"),
+    ("fifo-record", lambda p: os.mkfifo(p), "r.json", "not a regular file"),
+    ("dev-zero-record", lambda p: p.symlink_to("/dev/zero"), "r.json", "not a regular file"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("case", "make", "name", "needle"),
+    REPORT_FILES_REFUSED,
+    ids=[c[0] for c in REPORT_FILES_REFUSED],
+)
+def test_report_reads_benchmarks_and_records_boundedly(
+    tmp_path: Path, case: str, make: Callable[[Path], None], name: str, needle: str
+) -> None:
+    """A benchmark file is a note on the runtime table, a record a one-line ValueError: never
+    a traceback, a hang or a whole huge file in memory."""
+    from lbrepro.report.runtimes import read_benchmarks
+    from lbrepro.report.sanitize import read_json_bounded
+
+    path = tmp_path / name
+    make(path)
+
+    def hung(*_: Any) -> None:
+        raise TimeoutError("the read hung")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(30)
+    try:
+        if name.startswith("b."):
+            (row,) = read_benchmarks(tmp_path, [])
+            note = row["note"]
+        else:
+            with pytest.raises(ValueError) as refused:
+                read_json_bounded(path)
+            note = str(refused.value)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert needle in note and "\n" not in note, note
+
+
 # --------------------------------------------- every error a user can cause: one line
 ONE_LINE = [
     ["diff", "run\nlbrepro: forged line", "other"],
@@ -1460,6 +1737,75 @@ def test_error_naming_a_hostile_path_is_one_safe_line(
     err = capsys.readouterr().err
     assert err.startswith("lbrepro: error: ") and err.count("\n") == 1, err
     assert "\x1b" not in err
+
+
+# Targets no rule makes (was: Snakemake's MissingRuleException after its banner, exit code 1):
+# (case, target, needle of the one line).
+UNMADE_TARGETS = [
+    ("a-folder", "results", "no rule makes 'results'"),
+    ("outside", "/tmp/elsewhere/supermarket-tail.csv", "outside the run's folder"),
+    ("job-id-with-space", "results/supermarket/supermarket-tail/jobs/rho0.9 d2.csv", "no rule"),
+    ("no-suffix", "results/supermarket/supermarket-tail/jobs/rho0.9-d2", "no rule makes"),
+    ("config-file", "small.yaml", "no rule makes 'small.yaml'"),
+    ("escape", "results/x\x1b[2J.csv", "\\x1b[2J"),
+]
+SMALL_RUN = yaml.safe_dump(
+    COMMON
+    | {"supermarket-tail": {"rho": [0.9], "d": [2], "N": 100, "horizon": 400, "warmup": 20,
+                            "kmax": 6}}
+)  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("case", "target", "needle"), UNMADE_TARGETS, ids=[c[0] for c in UNMADE_TARGETS]
+)
+def test_target_no_rule_makes_is_one_line(
+    tmp_path: Path, case: str, target: str, needle: str
+) -> None:
+    from conftest import snakemake_command
+
+    (tmp_path / "small.yaml").write_text(SMALL_RUN)
+    run = snakemake_command(
+        "--cores", "1", "--directory", str(tmp_path), "--configfile",
+        str(tmp_path / "small.yaml"), "-n", "--", target, timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 2, run.stderr[-2000:]
+    lines = [ln for ln in run.stderr.splitlines() if ln.startswith("lbrepro: no such target: ")]
+    assert len(lines) == 1 and needle in lines[0], run.stderr[-2000:]
+    assert "Traceback" not in run.stderr + run.stdout and "\x1b" not in run.stderr
+
+
+# Config files whose keys or values hold terminal controls, given to Snakemake: (case, the
+# file's YAML, how the one line must show it). Was: "invalid configuration: " and the raw text.
+WORKFLOW_UNSAFE_CONFIGS = [
+    ("escape-in-key", '"ab\\e[2J": 1\n', "ab\\x1b[2J"),
+    ("bidi-in-key", '"ab\\u202e": 1\n', "ab\\u202e"),
+    ("escape-in-section-key", 'supermarket-tail: {"N\\e]0;x\\a": 1}\n', "N\\x1b]0;x\\x07"),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("case", "content", "shown"),
+    WORKFLOW_UNSAFE_CONFIGS,
+    ids=[c[0] for c in WORKFLOW_UNSAFE_CONFIGS],
+)
+def test_workflow_config_error_is_terminal_safe(
+    tmp_path: Path, case: str, content: str, shown: str
+) -> None:
+    from conftest import snakemake_command
+
+    (tmp_path / "small.yaml").write_text(SMALL_RUN)
+    (tmp_path / "bad.yaml").write_text(content)
+    run = snakemake_command(
+        "--cores", "1", "--directory", str(tmp_path), "--configfile",
+        str(tmp_path / "small.yaml"), str(tmp_path / "bad.yaml"), "-n", timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 2, run.stderr[-2000:]
+    lines = [ln for ln in run.stderr.splitlines() if ln.startswith("invalid configuration: ")]
+    assert len(lines) == 1 and shown in lines[0], run.stderr[-2000:]
+    assert not any(c in run.stderr for c in "\x1b\x07\u202e"), run.stderr[-2000:]
 
 
 # ------------------------------------------------------------ a command line for people

@@ -35,6 +35,8 @@ from lbrepro.models.spec import RUN_OPTIONS, Model, Param
 EXIT_USAGE = 2
 # Above this many expected events a simulation shows a progress bar on stderr by default.
 PROGRESS_EVENTS = 2e7
+# Wall time a solve's ODE integrations may take in all (lbrepro.core.equilibrium.time_budget).
+SOLVE_SECONDS = 120.0
 
 
 class _Parser(argparse.ArgumentParser):
@@ -71,6 +73,18 @@ def _integer(text: str) -> int:
         if not number.is_integer():
             raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
         return int(number)
+
+
+def _event_budget(text: str) -> float:
+    """``--max-events``: a number > 0; ``inf`` for no limit (was: ``max_events: must be > 0,
+    got nan``, naming no flag, after the model's arguments were checked)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0 (inf: no limit), got {text!r}")
+    return value
 
 
 def _number(value: float | None) -> str:
@@ -200,7 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
                 )
             p_model.add_argument(
                 "--max-events",
-                type=float,
+                type=_event_budget,
                 default=None,
                 help="refuse a run expected to take more events than this "
                 "(default 1e10, see lbrepro.sim.runlength)",
@@ -272,8 +286,9 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
 
 
 def _fmt(value: Any) -> str:
-    """A number to 6 significant digits; null as an em dash."""
-    if value is None:
+    """A number to 6 significant digits; null, NaN and ±inf as an em dash (as the JSON's
+    null: an undefined quantity, or interval, is not a number — "nan" was printed as one)."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "—"
     if isinstance(value, float):
         return f"{value:.6g}"
@@ -388,7 +403,12 @@ def _run_model(args: argparse.Namespace) -> dict[str, Any]:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         if args.command == "solve":
-            result = _as_json(model.solve(**kwargs))
+            from lbrepro.core.equilibrium import time_budget
+
+            # A mean-field ODE near capacity creeps on in tiny steps for hours: one line
+            # (IntegrationTimeout) after SOLVE_SECONDS instead.
+            with time_budget(SOLVE_SECONDS):
+                result = _as_json(model.solve(**kwargs))
         else:
             if model.takes("simulate", "progress"):
                 # Events ≈ arrivals + departures (slots for a slotted model).
@@ -611,9 +631,24 @@ def _interval_layout(value: Any, ci: Any) -> tuple[Any, Any] | None:
     return options[0] if options else None
 
 
+#: Estimates constant by definition, whose zero-width interval is exact: the fraction of
+#: servers with at least 0 jobs (``u[j][0]``, ``u_all[0]``, ``u[0]`` = 1).
+_EXACT_BY_DEFINITION = re.compile(r"u(_all)?(\[\d+\])*\[0\]")
+
+
+def _exact_by_definition(name: str, value: Any) -> bool:
+    """Whether ``name`` (``u[0][0]``) is constant by definition; so is the routing fraction
+    of a single server type (every arrival goes to it)."""
+    if _EXACT_BY_DEFINITION.fullmatch(name):
+        return True
+    return name == "route[0]" and isinstance(value, list) and len(value) == 1
+
+
 def _unresolved(result: dict[str, Any]) -> list[str]:
-    """Estimates the run did not resolve — zero throughout, reported as 0 in [0, 0] — set to
-    null (value and interval) in ``result``; their names (``u[0][5]``)."""
+    """Estimates the run did not resolve — the same in every batch, reported with a
+    zero-width interval (0 in [0, 0], or 1 in [1, 1] for a queue that never emptied) — set to
+    null (value and interval) in ``result``; their names (``u[0][5]``). Quantities constant
+    by definition (:func:`_exact_by_definition`) keep their exact value."""
     import numpy as np
 
     names = []
@@ -627,7 +662,15 @@ def _unresolved(result: dict[str, Any]) -> list[str]:
             continue
         v = np.array(value, dtype=float)
         low, high = layout
-        zero = (v == 0) & (low == 0) & (high == 0)
+        # A zero-width interval on a measured quantity: every batch saw the same value, i.e.
+        # the run never saw it change (a queue that never emptied read as u_k = 1 in [1, 1]).
+        zero = np.atleast_1d((low == v) & (high == v))
+        if v.ndim == 0 and _exact_by_definition(name, value):
+            continue
+        for index in zip(*np.nonzero(zero), strict=True) if v.ndim else ():
+            label = name + "".join(f"[{int(i)}]" for i in index)
+            if _exact_by_definition(label, value):
+                zero[index] = False
         if not zero.any():
             continue
         if v.ndim == 0:
@@ -688,7 +731,7 @@ def _judge_run(model: Model, kwargs: dict[str, Any], result: dict[str, Any]) -> 
         result["unresolved"] = {"quantities": names, "events": events, "needs_events": needed}
         shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
         notes.append(
-            f"not resolved by this run (zero throughout its {events:.4g} events, reported as "
+            f"not resolved by this run (constant throughout its {events:.4g} events, reported as "
             f"null): {shown}; {need}"
         )
     if notes:

@@ -413,6 +413,14 @@ def _value_count(value: Any, memo: dict[int, int]) -> int:
     return memo.get(id(value), 1)
 
 
+def error_line(err: ConfigError) -> str:
+    """The workflow's one line for a bad config, terminal-safe: a key or a value is the
+    user's text (a key ``"\\e[2J"`` reached the terminal as an escape sequence)."""
+    from lbrepro.report.diff import safe_text
+
+    return f"invalid configuration: {safe_text(str(err))}"
+
+
 def _dotted(path: Any) -> str:
     key = ""
     for part in path:

@@ -13,7 +13,7 @@ import logging
 import math
 import os
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -637,6 +637,46 @@ def target_problem(config: Mapping[str, Any], slug: str, artifact_id: str) -> st
         return (
             f"artifact {artifact_id!r} is not in the config (its section is left out; add "
             "it, e.g. from config/config.yaml, to make it)"
+        )
+    return None
+
+
+def snakemake_targets(argv: Sequence[str]) -> list[str] | None:
+    """The targets of the Snakemake command line ``argv`` as Snakemake's own parser reads
+    them, or None when ``argv`` is not Snakemake's (the workflow run through the API, or
+    from another program)."""
+    program = os.path.normpath(argv[0]) if argv else ""
+    if os.path.basename(program) != "snakemake" and not program.endswith(
+        os.path.join("snakemake", "__main__.py")
+    ):
+        return None
+    try:
+        from snakemake.cli import get_argument_parser
+
+        parsed, _ = get_argument_parser().parse_known_args(list(argv[1:]))
+    except (Exception, SystemExit):  # Snakemake reports its own usage errors itself
+        return None
+    return [str(t) for t in getattr(parsed, "targets", None) or []]
+
+
+def unmade_target(
+    targets: Sequence[str], rule_names: Collection[str], makes: Callable[[str], bool]
+) -> str | None:
+    """Why the first of ``targets`` that the workflow cannot make cannot be (None: each is a
+    rule's name or a file some rule makes; Snakemake wants a rule even for a file that
+    exists): a folder, a path outside the run, a job id that is no point id, a name without
+    its suffix. ``makes(path)``: whether a rule produces ``path`` (Snakemake's own match)."""
+    here = Path.cwd()
+    for target in targets:
+        if target in rule_names or makes(target):
+            continue
+        path = Path(target)
+        if path.is_absolute() and here not in path.parents:
+            return f"{target!r} is outside the run's folder {str(here)!r}"
+        hint = " (give it relative to the run's folder)" if path.is_absolute() else ""
+        return (
+            f"no rule makes {target!r}{hint}; a target is a rule's name or a file under "
+            "results/, figures/ or report/ (`lbrepro list` names the artifacts)"
         )
     return None
 

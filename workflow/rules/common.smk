@@ -25,6 +25,7 @@ from lbrepro.report.run_summary import print_at_exit, quiet_job_lines, summary_l
 from snakemake_interface_executor_plugins.settings import ExecMode
 from lbrepro.config import (
     deep_merge,
+    error_line,
     read_config_file,
     retype_command_line,
     with_paper_defaults,
@@ -38,7 +39,9 @@ from lbrepro.pipeline import (
     plan,
     remove_stale_outputs,
     runs_jobs,
+    snakemake_targets,
     target_problem,
+    unmade_target,
     validate_config,
 )
 
@@ -55,7 +58,7 @@ try:
     validate_config(config)  # base schema (lbrepro/schemas) + each paper's schema.yaml
 except ConfigError as err:
     # One clear line naming the key, before any job runs (no traceback); exit code 2.
-    print(f"invalid configuration: {err}", file=sys.stderr)
+    print(error_line(err), file=sys.stderr)
     sys.exit(2)
 # Where this run's files are (--directory); Snakemake leaves it before the run's last words.
 WORKDIR = Path.cwd()

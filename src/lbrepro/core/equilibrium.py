@@ -11,7 +11,10 @@ Two failure modes this module exists to prevent:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import contextvars
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +23,47 @@ from scipy.integrate import solve_ivp
 
 from lbrepro.core.errors import ConfigError, ConvergenceError
 
-__all__ = ["EquilibriumResult", "TruncatedResult", "integrate_to_equilibrium", "solve_truncated"]
+__all__ = [
+    "EquilibriumResult",
+    "IntegrationTimeoutError",
+    "TruncatedResult",
+    "integrate_to_equilibrium",
+    "solve_truncated",
+    "time_budget",
+]
+
+#: The wall-clock time (time.monotonic) past which integrations inside :func:`time_budget`
+#: stop; None: no limit (the pipeline's jobs have their own runtime limits).
+_DEADLINE: contextvars.ContextVar[tuple[float, float] | None] = contextvars.ContextVar(
+    "integration_deadline", default=None
+)
+
+
+class IntegrationTimeoutError(ConvergenceError):
+    """An integration stopped by :func:`time_budget`: the system relaxes too slowly to settle
+    in the time given (a load near capacity, server classes of very unequal speed)."""
+
+
+@contextlib.contextmanager
+def time_budget(seconds: float) -> Iterator[None]:
+    """Integrations by :func:`integrate_to_equilibrium` inside the block raise
+    :class:`IntegrationTimeoutError` once ``seconds`` of wall time have passed (an enclosing,
+    earlier deadline still holds). The command line's solves run inside one: a mean-field
+    ODE near capacity crept on for hours in tiny steps, with no answer and no line."""
+    now = time.monotonic()
+    outer = _DEADLINE.get()
+    deadline = (now + seconds, seconds)
+    if outer is not None and outer[0] < deadline[0]:
+        deadline = outer
+    token = _DEADLINE.set(deadline)
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+class _OutOfTimeError(Exception):
+    """Raised inside the integrator's right-hand side to stop it at the deadline."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -152,7 +195,11 @@ def integrate_to_equilibrium(
     if x.ndim != 1 or not np.all(np.isfinite(x)):
         raise ConfigError("x0", "must be a finite 1-D array")
 
+    deadline = _DEADLINE.get()
+
     def fun(_t: float, y: np.ndarray) -> np.ndarray:
+        if deadline is not None and time.monotonic() > deadline[0]:
+            raise _OutOfTimeError  # solve_ivp has no time limit: stop it from inside
         return drift(y)
 
     jac = None if jacobian is None else (lambda _t, y: jacobian(y))
@@ -179,8 +226,17 @@ def integrate_to_equilibrium(
         }
         if jac is not None and method in ("LSODA", "BDF", "Radau"):
             kwargs["jac"] = jac
-        with np.errstate(over="ignore", invalid="ignore"):
-            sol = solve_ivp(fun, (t, t + span), x, **kwargs)
+        try:
+            with np.errstate(over="ignore", invalid="ignore"):
+                sol = solve_ivp(fun, (t, t + span), x, **kwargs)
+        except _OutOfTimeError:
+            raise IntegrationTimeoutError(
+                f"the mean-field ODE did not settle within {deadline[1] if deadline else 0:g} s "
+                "of integration "
+                f"(reached t = {t:.3g}, residual ‖drift‖∞ = {residual:.3e} > tol {tol:.1e}): it "
+                "relaxes too slowly at these parameters (a load near capacity, server classes "
+                "of very unequal speed)"
+            ) from None
         nfev += int(sol.nfev)
         windows += 1
         if sol.status == 1:

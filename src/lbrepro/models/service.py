@@ -328,6 +328,10 @@ MAX_PHASES = 64
 #: Smallest Lomax shape: nearer 1 the scale α − 1 of a mean-1 law and the tail formulas
 #: underflow (``lomax:1.0000001`` was a math domain error).
 MIN_LOMAX_ALPHA = 1.0001
+#: Largest Lomax shape: beyond, the mean-1 law is exponential to within 1e-6 and its tail
+#: integrals lose their precision against the scale α − 1 (``lomax:1e15`` gave θ = 0.508 for
+#: 0.5, ``lomax:1e17`` an OverflowError traceback).
+MAX_LOMAX_ALPHA = 1.0e6
 #: Largest squared coefficient of variation of ``hyperexp:scv``: beyond, one phase's rate
 #: underflows against the other's and the solvers cannot converge.
 MAX_SCV = 1.0e4
@@ -346,6 +350,12 @@ def _within_model_range(spec: str, d: ServiceDist) -> ServiceDist:
             "dist",
             f"{spec!r}: Lomax shape alpha must be >= {MIN_LOMAX_ALPHA} (nearer 1 the mean-1 "
             "law's scale underflows)",
+        )
+    if f == "lomax" and p["alpha"] > MAX_LOMAX_ALPHA:
+        raise ConfigError(
+            "dist",
+            f"{spec!r}: Lomax shape alpha must be <= {MAX_LOMAX_ALPHA:g} (beyond, the law is "
+            "exponential to within 1e-6: use exp)",
         )
     return d
 

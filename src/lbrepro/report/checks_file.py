@@ -129,6 +129,29 @@ def _check_fields(entry: Mapping[str, Any], where: str, *, control: bool = False
         raise bad("extra", "an object")
 
 
+#: Longest integer literal of a checks file (Python refuses 4300 digits with advice about
+#: ``sys.set_int_max_str_digits``; no statistic needs more than a float's range).
+MAX_INT_DIGITS = 19
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object's members; ValueError for a key given twice (JSON keeps the last silently:
+    ``"outcome": "reproduced", "outcome": "not reproduced"`` is both, and neither)."""
+    data: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in data:
+            raise ValueError(f"duplicate key {key!r} in an object")
+        data[key] = value
+    return data
+
+
+def _integer(text: str) -> int:
+    """A JSON integer of at most :data:`MAX_INT_DIGITS` digits; ValueError beyond."""
+    if len(text.lstrip("-")) <= MAX_INT_DIGITS:
+        return int(text)
+    raise ValueError(f"an integer of {len(text.lstrip('-'))} digits")
+
+
 def read_checks(path: str | Path) -> list[dict[str, Any]]:
     """The entries of a checks file, each a dict whose known fields have their types.
 
@@ -138,13 +161,15 @@ def read_checks(path: str | Path) -> list[dict[str, Any]]:
     """
     raw = read_regular_bounded(path)
     try:
-        data = json.loads(raw.decode("utf-8"))
+        data = json.loads(raw.decode("utf-8"), object_pairs_hook=_unique_keys, parse_int=_integer)
     except RecursionError:
         raise ValueError(f"nested more than {CHECKS_DEPTH} levels deep") from None
     except UnicodeDecodeError:
         raise ValueError("not UTF-8 text") from None
     except json.JSONDecodeError as err:
         raise ValueError(f"not JSON ({err.msg}, line {err.lineno})") from None
+    except ValueError as err:  # a duplicate key, a giant integer
+        raise ValueError(f"not a checks file: {err}") from None
     if _depth_exceeds(data, CHECKS_DEPTH):
         raise ValueError(f"nested more than {CHECKS_DEPTH} levels deep")
     if not isinstance(data, list) or not all(isinstance(e, dict) for e in data):

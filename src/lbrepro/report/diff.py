@@ -77,8 +77,17 @@ def load_tree(path: str | Path) -> dict[Key, dict[str, Any]]:
     """Every claim of a run: its :data:`Key` → its checks.json entry, ``status`` set."""
     folder = results_dir(path)
     claims: dict[Key, dict[str, Any]] = {}
+    where: dict[str, Path] = {}
     for file in sorted(folder.glob("*/*.checks.json")):
         artifact = file.name.removesuffix(".checks.json")
+        # Claims are keyed by artifact: a second file of the same artifact under another
+        # paper's folder (a copy) would silently replace the first one's claims.
+        if artifact in where:
+            raise DiffError(
+                f"{file}: the checks of {artifact} are also in {where[artifact]}: one run "
+                "holds one file per artifact"
+            )
+        where[artifact] = file
         try:
             data = read_checks(file)
         except (OSError, ValueError) as err:

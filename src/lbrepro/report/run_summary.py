@@ -22,6 +22,7 @@ from lbrepro.artifacts.registry import Artifact, Paper
 from lbrepro.core.claims import NOT_REPRODUCED, REPRODUCED, UNDECIDED
 from lbrepro.core.tally import tally
 from lbrepro.report.checks_file import read_checks
+from lbrepro.report.diff import safe_text
 from lbrepro.report.manifest import MISSING, VERIFIED, file_status
 
 __all__ = ["QUIET_EVENTS", "print_at_exit", "quiet_job_lines", "read_run", "summary_lines"]
@@ -119,7 +120,9 @@ def summary_lines(
         lines.append(f"{n} artifact{'s' if n != 1 else ''} of the config not made yet (no checks).")
     where = report.resolve()
     lines.append(f"Report: {where}" if where.is_file() else f"Report not made: {where}")
-    return lines
+    # The run's folder (and a paper's name) is the user's text: an escape sequence or a line
+    # break in it reached the terminal as it was.
+    return [safe_text(line) for line in lines]
 
 
 def print_at_exit(lines_of: Any) -> None:
@@ -131,7 +134,7 @@ def print_at_exit(lines_of: Any) -> None:
         try:
             text = "\n".join(lines_of())
         except Exception as err:  # a summary must never fail a finished run
-            text = f"lbrepro: no summary ({type(err).__name__}: {err})"
+            text = safe_text(f"lbrepro: no summary ({type(err).__name__}: {err})")
         with contextlib.suppress(OSError, ValueError):  # a closed stdout: nothing to say
             print(text, file=sys.stdout, flush=True)
 

@@ -19,12 +19,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from lbrepro.report.checks_file import read_regular_bounded
+
 #: File suffixes Snakemake writes benchmarks as (any other suffix is TSV to Snakemake too).
 SUFFIXES = (".tsv", ".txt", ".jsonl")
 #: Aggregate key for jobs whose path names no artifact (report, collect-all rules, …).
 OTHER = "(other)"
 
 _MISSING = {"", "-", "NA", "nan", "NaN", "None"}
+#: Largest benchmark file read: a header and one short row per repeat (a few hundred bytes).
+#: A 1 GB file placed under benchmarks/ made the report hold 6 GB and take 40 s.
+MAX_BENCHMARK_BYTES = 1 << 20
 
 
 def _number(value: Any) -> float | None:
@@ -75,7 +80,13 @@ def read_benchmark(path: Path, bench_dir: Path, artifact_ids: Iterable[str]) -> 
         "note": "",
     }
     try:
-        records = _records(path.read_text(encoding="utf-8"), path.suffix)
+        # Bounded and regular files only (the folder is the user's: a FIFO, a device or a
+        # huge file must not hang or exhaust the report).
+        text = read_regular_bounded(path, MAX_BENCHMARK_BYTES).decode("utf-8")
+        records = _records(text, path.suffix)
+    except RecursionError:  # a JSONL line nested thousands deep: a note, not a traceback
+        row["note"] = "unreadable benchmark file: nested too deep"
+        return row
     except (OSError, UnicodeDecodeError, ValueError, csv.Error) as err:
         row["note"] = f"unreadable benchmark file: {err}"
         return row

@@ -73,12 +73,13 @@ def _depth(value: Any) -> int:
 
 def read_json_bounded(path: str | Path) -> Any:
     """Read a JSON file; ValueError (one line) if it is too large or nested too deeply."""
-    path = Path(path)
-    size = path.stat().st_size
-    if size > MAX_JSON_BYTES:
-        raise ValueError(f"{size} bytes, more than the {MAX_JSON_BYTES} a results file may have")
+    from lbrepro.report.checks_file import read_regular_bounded  # (it imports this module)
+
+    # Regular files only, read boundedly: a FIFO has size 0 and blocked the read forever,
+    # /dev/zero has size 0 and was read without end.
+    raw = read_regular_bounded(path, MAX_JSON_BYTES)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(raw.decode("utf-8"))
     except RecursionError:
         raise ValueError(f"nested more than {MAX_DEPTH} levels deep") from None
     if _depth(data) > MAX_DEPTH:

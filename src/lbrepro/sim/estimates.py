@@ -34,9 +34,14 @@ def arrival_fraction(
     batch means of the per-batch fractions. Batches without arrivals have no fraction, so the
     interval is then NaN (batches too short). ``groups``: the run's fallback regrouping
     (:attr:`lbrepro.core.stats.Batching.groups`).
+
+    ``counts`` and ``arrivals`` may be batch *means* of micro-batch counts (what
+    :meth:`~lbrepro.core.stats.Batching.merge` gives), fractional: they are summed as reals.
+    Truncating the sums to integers made a run of 182 arrivals at N = 1 report
+    p_wait = int(0.7) / int(1.4) = 0 with a confident interval (the true value 0.5).
     """
-    total = int(arrivals.sum())
-    p = int(counts.sum()) / total if total > 0 else math.nan
+    total = float(np.sum(arrivals))
+    p = float(np.sum(counts)) / total if total > 0 else math.nan
     if np.any(arrivals == 0):
         return p, (math.nan, math.nan)
     half = float(batch_means_ci(counts / arrivals, ar1=True, groups=groups).half_width)

@@ -10,7 +10,7 @@ import numpy as np
 
 from lbrepro.core.errors import ConfigError
 from lbrepro.models.general.arguments import validated
-from lbrepro.models.general.phase_type import cavity_fixed_point
+from lbrepro.models.general.phase_type import TruncationError, cavity_fixed_point
 from lbrepro.models.general.published import (
     mg1_mean_sojourn,
     published_sojourn,
@@ -61,7 +61,16 @@ def solve(dist: Any = "exp", *, lam: Any, d: Any) -> dict[str, Any]:
         "mean_sojourn": None,
     }
     if dist.is_phase_type:
-        mf = cavity_fixed_point(dist, lam, d)
+        try:
+            mf = cavity_fixed_point(dist, lam, d)
+        except TruncationError as err:
+            # The command line has no K to raise (was: "…; increase K", a step no flag takes).
+            raise ConfigError(
+                "lam",
+                f"the exact mean field's queue-length tail is too heavy here (mass "
+                f"{err.mass:.2e} beyond {err.K} levels at load {lam * dist.mean:g}): lower "
+                "--lam, or give --dist a law of smaller variance",
+            ) from None
         out |= {
             "method": "exact mean field (cavity queue)",
             "u": [float(v) for v in mf.u if v > 1e-16] or [1.0],

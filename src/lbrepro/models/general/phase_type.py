@@ -22,7 +22,22 @@ from lbrepro.meanfield.closed_forms import doubly_exponential_exponent
 from lbrepro.models.general.arguments import validated
 from lbrepro.models.service import ServiceDist
 
-__all__ = ["MeanFieldPH", "cavity_fixed_point", "mean_field_drift", "ode_fixed_point"]
+__all__ = [
+    "MeanFieldPH",
+    "TruncationError",
+    "cavity_fixed_point",
+    "mean_field_drift",
+    "ode_fixed_point",
+]
+
+
+class TruncationError(ConvergenceError):
+    """The cavity fixed point holds non-negligible mass ``mass`` at its truncation level
+    ``K``: the queue-length tail is heavier than K levels hold."""
+
+    def __init__(self, message: str, mass: float = math.nan, K: int = 0) -> None:
+        super().__init__(message)
+        self.mass, self.K = mass, K
 
 
 @dataclass(frozen=True, eq=False)
@@ -236,9 +251,11 @@ def cavity_fixed_point(
             "iterations"
         )
     if u[-1] > 1e-10:
-        raise ConvergenceError(
+        raise TruncationError(
             f"cavity fixed point: mass u_K = {u[-1]:.2e} at the truncation level K = {K}; "
-            "increase K"
+            "increase K",
+            float(u[-1]),
+            K,
         )
     return MeanFieldPH(
         u=u,

@@ -6,6 +6,7 @@ by the parameters' ``parse``; errors of the system name the flag (``--C``, not `
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,10 @@ from lbrepro.models.hetero.splits import typed_split
 from lbrepro.models.hetero.stability import sqd_stability_closed_form
 from lbrepro.models.hetero.system import System, check_lam, check_policy
 from lbrepro.models.spec import RUN_PARAMS, Model, Param, Summary, occupancy_conservation
+
+#: Seconds of wall time each trajectory of ``lbrepro solve hetero``'s uniqueness probe may
+#: take (a well-conditioned one takes well under a second).
+PROBE_SECONDS = 20.0
 
 
 def parse_numbers(text: str) -> tuple[float, ...]:
@@ -170,7 +175,15 @@ def solve(
     policy, split, d_pool = _cli_policy(system, policy, scheme, d_pool, split, lam_hat)
     rr = refined(system, lam, policy, split=split, d_pool=d_pool)
     mf = rr.mean_field
-    probe = uniqueness_probe(system, lam, policy, split=split, d_pool=d_pool)
+    probe = uniqueness_probe(system, lam, policy, split=split, d_pool=d_pool, budget=PROBE_SECONDS)
+    if probe.unsettled:
+        warnings.warn(
+            f"uniqueness probe incomplete: the trajectories from {', '.join(probe.unsettled)} "
+            f"did not settle within {PROBE_SECONDS:g} s each (a stiff system); "
+            "fixed_point_spread compares the others only",
+            RuntimeWarning,
+            stacklevel=2,
+        )
     cap = system.total_capacity
     stability: dict[str, Any] = {"capacity": cap, "load": lam / cap}
     if policy == "sqd":
@@ -208,6 +221,7 @@ def solve(
                 )
             ],
             "fixed_point_spread": probe.max_distance,
+            "unsettled_starts": list(probe.unsettled),
             "truncation": {"K": mf.K, "tail": mf.tail, "residual": mf.residual},
             "refined": {
                 "V": [[float(v) for v in V] for V in rr.V],

@@ -6,6 +6,7 @@ truncation until the tail mass at the last level is negligible.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 from dataclasses import dataclass, field
@@ -13,7 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from lbrepro.core.equilibrium import integrate_to_equilibrium, solve_truncated
+from lbrepro.core.equilibrium import (
+    IntegrationTimeoutError,
+    integrate_to_equilibrium,
+    solve_truncated,
+    time_budget,
+)
 from lbrepro.core.errors import ConfigError
 from lbrepro.models.hetero.equations import build_model, u_of_x
 from lbrepro.models.hetero.stability import check_stable
@@ -331,6 +337,9 @@ class UniquenessProbe:
         ``‖drift‖∞`` at each equilibrium.
     K : int
         Truncation (that of :func:`fixed_point`).
+    unsettled : tuple of str
+        Starts whose trajectory did not settle within the probe's time (``budget``): left
+        out of the comparison, named so that an incomplete probe never reads as a full one.
     """
 
     starts: tuple[str, ...]
@@ -338,6 +347,7 @@ class UniquenessProbe:
     max_distance: float
     residuals: tuple[float, ...]
     K: int
+    unsettled: tuple[str, ...] = ()
 
 
 def uniqueness_probe(
@@ -349,6 +359,7 @@ def uniqueness_probe(
     d_pool: int | None = None,
     seed: int = 0,
     tol: float = 1e-12,
+    budget: float | None = None,
 ) -> UniquenessProbe:
     """Run the mean-field ODE from several initial states and compare where it settles.
 
@@ -357,6 +368,10 @@ def uniqueness_probe(
     :func:`fixed_point` itself. Each trajectory is integrated until ``‖drift‖∞ ≤ 1e-9`` and
     polished by Newton. The paper proves uniqueness and global attraction (Schemes 1/2);
     this measures it for every policy at the truncation K of the fixed point.
+
+    ``budget``: seconds of wall time each trajectory may take (None: no limit); a start that
+    has not settled by then is listed in ``unsettled`` instead (very unequal server classes
+    make the ODE stiff: one trajectory crept on for hours).
     """
     mf = fixed_point(system, lam, policy, split=split, d_pool=d_pool, tol=tol)
     model = build_model(mf.system, mf.lam, mf.policy, mf.K, mf.split, mf.d_pool)
@@ -368,15 +383,20 @@ def uniqueness_probe(
         "full": np.ones((M, K)) * gamma,
         "random": -np.sort(-rng.uniform(size=(M, K)), axis=1) * gamma,
     }
-    names, eqs, residuals = ["newton"], [mf.x], [mf.residual]
+    names, eqs, residuals, unsettled = ["newton"], [mf.x], [mf.residual], []
     # Large models: BDF with the sparse Jacobian (LSODA factors a dense matrix at every
     # Jacobian update); small ones: LSODA, whose compiled core beats BDF's Python loop.
     big = model.dim >= 200
     method, jac = ("BDF", model.jacobian_sparse) if big else ("LSODA", model.jacobian)
     for name, x0 in starts.items():
-        eq = integrate_to_equilibrium(
-            model.drift, x0.reshape(-1), jacobian=jac, tol=1e-9, method=method
-        )
+        try:
+            with time_budget(budget) if budget is not None else contextlib.nullcontext():
+                eq = integrate_to_equilibrium(
+                    model.drift, x0.reshape(-1), jacobian=jac, tol=1e-9, method=method
+                )
+        except IntegrationTimeoutError:
+            unsettled.append(name)
+            continue
         res = model.fixed_point(eq.x, tol=RESIDUAL_TOL)
         names.append(name)
         eqs.append(np.asarray(res.x))
@@ -389,4 +409,5 @@ def uniqueness_probe(
         max_distance=dist,
         residuals=tuple(residuals),
         K=K,
+        unsettled=tuple(unsettled),
     )
