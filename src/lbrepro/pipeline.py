@@ -694,21 +694,6 @@ _NOT_RUNNING = frozenset(
 )
 
 
-def names_targets(argv: Sequence[str]) -> bool:
-    """Whether the Snakemake command line ``argv`` names targets (read by Snakemake's own
-    parser, so `--configfile a.yaml b.yaml` is not mistaken for them); False if it cannot
-    tell (then the workflow's default target, everything, is assumed)."""
-    import io
-
-    from snakemake.cli import get_argument_parser
-
-    try:
-        with contextlib.redirect_stderr(io.StringIO()):
-            return bool(get_argument_parser().parse_args(list(argv[1:])).targets)
-    except SystemExit:
-        return False
-
-
 def runs_jobs(argv: Sequence[str]) -> bool:
     """Whether the Snakemake command line ``argv`` runs jobs (not a dry run, a report, a
     listing...). Snakemake reads the workflow before it knows (``workflow.dryrun`` is False

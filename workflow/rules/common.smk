@@ -35,7 +35,6 @@ from lbrepro.pipeline import (
     DEFAULT_MEM_MB,
     OutputError,
     artifact_params,
-    names_targets,
     plan,
     remove_stale_outputs,
     runs_jobs,
@@ -98,7 +97,7 @@ if workflow.exec_mode == ExecMode.DEFAULT:
     _live = any(Path(".snakemake", "locks").glob("*.lock"))
     try:
         remove_stale_outputs(
-            PLAN, dry_run=not RUNS_JOBS or _live, targeted=names_targets(sys.argv)
+            PLAN, dry_run=not RUNS_JOBS or _live, targeted=bool(snakemake_targets(sys.argv))
         )
     except OutputError as err:
         # A folder with files in it where an output belongs: one line, exit code 2.
