@@ -11,6 +11,7 @@ import csv
 import json
 import math
 import os
+import stat
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -91,6 +92,34 @@ def write_json(obj: Any, path: str | Path) -> None:
 def read_json(path: str | Path) -> Any:
     """Read a JSON file."""
     return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def read_regular_bounded(path: str | Path, limit: int) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes; ValueError otherwise.
+
+    Opened without blocking (a FIFO would wait for a writer) and checked on the open file, so
+    a file swapped for a device between the check and the read is still refused; at most
+    ``limit + 1`` bytes are ever read (a file growing while read is refused too).
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError("not a regular file")
+        if info.st_size > limit:
+            raise ValueError(f"{info.st_size} bytes, more than the {limit} a results file may have")
+        chunks, total = [], 0
+        while total <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        if total > limit:
+            raise ValueError(f"more than the {limit} bytes a results file may have")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def table_columns(rows: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -14,17 +14,16 @@ where a number belongs is printed as text. :func:`read_checks` refuses each with
 from __future__ import annotations
 
 import json
-import os
-import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from lbrepro.core.claims import CONSISTENCY, DIAGNOSTIC, VERDICT, Claim
+from lbrepro.core.io import read_regular_bounded
 from lbrepro.core.verdicts import NOT_REPRODUCED, REPRODUCED, UNDECIDED
 from lbrepro.report.sanitize import MAX_JSON_BYTES
 
-__all__ = ["CHECKS_DEPTH", "load_run", "read_checks", "read_regular_bounded"]
+__all__ = ["CHECKS_DEPTH", "load_run", "read_checks"]
 
 #: Deepest nesting a checks file may have: list → entry → control / extra → a value's list.
 CHECKS_DEPTH = 8
@@ -32,34 +31,6 @@ CHECKS_DEPTH = 8
 _OUTCOMES = (REPRODUCED, NOT_REPRODUCED, UNDECIDED)
 _KINDS = (VERDICT, CONSISTENCY, DIAGNOSTIC)
 _TEXT = ("claim", "details", "source", "needs", "reason", "distance", "status", "invalid")
-
-
-def read_regular_bounded(path: str | Path, limit: int = MAX_JSON_BYTES) -> bytes:
-    """The bytes of a regular file of at most ``limit`` bytes; ValueError otherwise.
-
-    Opened without blocking (a FIFO would wait for a writer) and checked on the open file, so
-    a file swapped for a device between the check and the read is still refused; at most
-    ``limit + 1`` bytes are ever read (a file growing while read is refused too).
-    """
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise ValueError("not a regular file")
-        if info.st_size > limit:
-            raise ValueError(f"{info.st_size} bytes, more than the {limit} a results file may have")
-        chunks, total = [], 0
-        while total <= limit:
-            chunk = os.read(fd, min(1 << 20, limit + 1 - total))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-        if total > limit:
-            raise ValueError(f"more than the {limit} bytes a results file may have")
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
 
 
 def _depth_exceeds(value: Any, limit: int) -> bool:
@@ -159,7 +130,7 @@ def read_checks(path: str | Path) -> list[dict[str, Any]]:
     nested deeper than :data:`CHECKS_DEPTH`, not a list of objects, or with a mistyped field
     (named with its entry's index). OSError as the file system raises it.
     """
-    raw = read_regular_bounded(path)
+    raw = read_regular_bounded(path, MAX_JSON_BYTES)
     try:
         data = json.loads(raw.decode("utf-8"), object_pairs_hook=_unique_keys, parse_int=_integer)
     except RecursionError:

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from lbrepro.report.checks_file import read_regular_bounded
+from lbrepro.core.io import read_regular_bounded
 
 #: File suffixes Snakemake writes benchmarks as (any other suffix is TSV to Snakemake too).
 SUFFIXES = (".tsv", ".txt", ".jsonl")

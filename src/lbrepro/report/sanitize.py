@@ -21,6 +21,8 @@ from typing import Any
 
 from markupsafe import Markup
 
+from lbrepro.core.io import read_regular_bounded
+
 __all__ = ["MAX_DEPTH", "MAX_JSON_BYTES", "finalize", "read_json_bounded", "visible"]
 
 #: Deepest nesting a results file may have (the pipeline writes at most ~5 levels).
@@ -73,8 +75,6 @@ def _depth(value: Any) -> int:
 
 def read_json_bounded(path: str | Path) -> Any:
     """Read a JSON file; ValueError (one line) if it is too large or nested too deeply."""
-    from lbrepro.report.checks_file import read_regular_bounded  # (it imports this module)
-
     # Regular files only, read boundedly: a FIFO has size 0 and blocked the read forever,
     # /dev/zero has size 0 and was read without end.
     raw = read_regular_bounded(path, MAX_JSON_BYTES)
