@@ -1275,6 +1275,11 @@ def test_cli_real_runs_report_honest_fractions(
 SLOW_SOLVES = [
     ("hetero-near-capacity", ["hetero", "--lam", "1.49999", "--gamma", "0.5,0.5", "--C", "1,2",
                               "--d", "2,2"], 2, "did not settle within 3 s"),
+    # Value iteration, not an ODE (was: over ten minutes, no line): the whole solve's budget.
+    ("whittle-near-capacity", ["whittle", "--p", "0.99", "--q", "0.5,0.5", "--d", "1,1"], 2,
+     "did not finish within 3 s (--max-seconds)"),
+    ("whittle-own-budget", ["whittle", "--p", "0.99", "--q", "0.5,0.5", "--d", "1,1",
+                            "--max-seconds", "2"], 2, "did not finish within 2 s (--max-seconds)"),
     ("hetero-unequal-classes", ["hetero", "--lam", "0.5", "--gamma", "0.999999,0.000001",
                                 "--C", "1,1000", "--d", "2,2"], 0, ""),
 ]  # fmt: skip
@@ -1296,6 +1301,7 @@ def test_cli_slow_solve_ends_with_one_line_or_says_what_it_skipped(
     from lbrepro.models.hetero import command_line
 
     monkeypatch.setattr(cli, "SOLVE_SECONDS", 3.0, raising=False)
+    monkeypatch.setattr(cli, "SOLVE_GRACE", 1.0, raising=False)
     monkeypatch.setattr(command_line, "PROBE_SECONDS", 1.0, raising=False)
 
     def hung(*_: Any) -> None:
@@ -1426,11 +1432,16 @@ def test_unwritable_cache_falls_back_once(monkeypatch: pytest.MonkeyPatch, capsy
 
 
 INTERRUPTED = [
-    ["affinity", "--lam", "0.7", "--d1", "2", "--N", "1000", "--horizon", "1e6"],
-    ["supermarket", "--lam", "0.9", "--d", "2", "--N", "1000", "--horizon", "1e6"],
-    ["general", "--dist", "erlang:2", "--lam", "0.9", "--d", "2", "--N", "1000",
+    ["simulate", "affinity", "--lam", "0.7", "--d1", "2", "--N", "1000", "--horizon", "1e6"],
+    ["simulate", "supermarket", "--lam", "0.9", "--d", "2", "--N", "1000", "--horizon", "1e6",
+     "--progress", "off"],
+    ["simulate", "general", "--dist", "erlang:2", "--lam", "0.9", "--d", "2", "--N", "1000",
      "--horizon", "1e6"],
-    ["whittle", "--p", "0.5", "--q", "0.5,0.5", "--d", "1,1", "--horizon", "1e9"],
+    ["simulate", "whittle", "--p", "0.5", "--q", "0.5,0.5", "--d", "1,1", "--horizon", "1e9"],
+    # Solves: the value iteration of a K-server chain near capacity (minutes), a mean-field ODE
+    # within a hair of capacity (its budget's 120 s).
+    ["solve", "whittle", "--p", "0.99", "--q", "0.5,0.5", "--d", "1,1"],
+    ["solve", "hetero", "--lam", "1.49999", "--gamma", "0.5,0.5", "--C", "1,2", "--d", "2,2"],
 ]  # fmt: skip
 
 
@@ -1440,17 +1451,15 @@ def _sigint_default() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("argv", INTERRUPTED, ids=[a[0] for a in INTERRUPTED])
-def test_ctrl_c_stops_a_simulation_within_a_second(argv: list[str]) -> None:
-    """SIGINT while the kernel runs: exit 130 with one line, within 1 s (the kernel never
-    returns to Python in that time)."""
+@pytest.mark.parametrize("argv", INTERRUPTED, ids=[f"{a[0]}-{a[1]}" for a in INTERRUPTED])
+def test_ctrl_c_stops_a_simulation_or_a_solve_within_a_second(argv: list[str]) -> None:
+    """SIGINT while the kernel or the solver runs: exit 130 with one line, within 1 s (a
+    kernel never returns to Python in that time; a solver's numerics may hold the GIL)."""
     import os
     import time
 
     proc = subprocess.Popen(
-        [sys.executable, "-m", "lbrepro", "simulate", *argv, "--progress", "off"]
-        if argv[0] == "supermarket"
-        else [sys.executable, "-m", "lbrepro", "simulate", *argv],
+        [sys.executable, "-m", "lbrepro", *argv],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -1458,16 +1467,16 @@ def test_ctrl_c_stops_a_simulation_within_a_second(argv: list[str]) -> None:
         # control inherits SIGINT ignored, and so would lbrepro (it then, rightly, ignores it).
         preexec_fn=_sigint_default,
     )
-    # Wait for the simulation's child process (the kernel running), at most 5 minutes.
+    # Wait for the computation's child process (the kernel running), at most 5 minutes.
     import psutil
 
     deadline = time.monotonic() + 300
     while not psutil.Process(proc.pid).children() and time.monotonic() < deadline:
         if proc.poll() is not None:
-            pytest.fail("the simulation ended before it was interrupted: " + proc.stderr.read())
+            pytest.fail("the computation ended before it was interrupted: " + proc.stderr.read())
         time.sleep(0.2)
     time.sleep(3.0)  # into the kernel
-    assert proc.poll() is None, "the simulation ended before it was interrupted"
+    assert proc.poll() is None, "the computation ended before it was interrupted"
     start = time.monotonic()
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)

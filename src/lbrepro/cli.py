@@ -29,14 +29,17 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NoReturn
 
 from lbrepro import __version__
-from lbrepro.core.errors import ConfigError, LbreproError, UnstableError
+from lbrepro.core.errors import ConfigError, ConvergenceError, LbreproError, UnstableError
 from lbrepro.models.spec import RUN_OPTIONS, Model, Param
 
 EXIT_USAGE = 2
 # Above this many expected events a simulation shows a progress bar on stderr by default.
 PROGRESS_EVENTS = 2e7
-# Wall time a solve's ODE integrations may take in all (lbrepro.core.equilibrium.time_budget).
+# Wall time a solve may take by default (``--max-seconds``): its ODE integrations stop with
+# their own line at this budget (lbrepro.core.equilibrium.time_budget); any other numerics (the
+# value iteration of a K-server chain near capacity, say) are stopped SOLVE_GRACE later.
 SOLVE_SECONDS = 120.0
+SOLVE_GRACE = 5.0
 
 
 class _Parser(argparse.ArgumentParser):
@@ -82,6 +85,17 @@ def _event_budget(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0 (inf: no limit), got {text!r}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    """``--max-seconds``: a number of seconds > 0; ``inf`` for no limit."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be > 0 (inf: no limit), got {text!r}")
     return value
@@ -203,6 +217,14 @@ def build_parser() -> argparse.ArgumentParser:
             p_model = subparsers.add_parser(name, help=f"{command} {model.help}")
             _add_params(p_model, model, command)
             _add_format(p_model)
+            if command == "solve":
+                p_model.add_argument(
+                    "--max-seconds",
+                    type=_seconds,
+                    default=None,
+                    help=f"stop a solve that takes longer, with one line (default "
+                    f"{SOLVE_SECONDS:g}; inf: no limit)",
+                )
             if command != "simulate":
                 continue
             if model.takes(command, "replace"):
@@ -403,12 +425,7 @@ def _run_model(args: argparse.Namespace) -> dict[str, Any]:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         if args.command == "solve":
-            from lbrepro.core.equilibrium import time_budget
-
-            # A mean-field ODE near capacity creeps on in tiny steps for hours: one line
-            # (IntegrationTimeout) after SOLVE_SECONDS instead.
-            with time_budget(SOLVE_SECONDS):
-                result = _as_json(model.solve(**kwargs))
+            result = _solve(model, kwargs, args.max_seconds)
         else:
             if model.takes("simulate", "progress"):
                 # Events ≈ arrivals + departures (slots for a slotted model).
@@ -435,6 +452,37 @@ def _run_model(args: argparse.Namespace) -> dict[str, Any]:
     if notes:
         out["warnings"] = notes
     return out
+
+
+def _solve(model: Model, kwargs: dict[str, Any], max_seconds: float | None) -> dict[str, Any]:
+    """``model.solve(**kwargs)`` as JSON, in a child process (:func:`interruptible`): Ctrl-C
+    stops it at once, and so does its time budget, whatever its numerics. A mean-field ODE near
+    capacity crept on in tiny steps for hours, and the value iteration of a K-server chain at
+    p/Σq = 0.99 for over ten minutes, with no answer and no line: one line instead."""
+    from lbrepro.core.equilibrium import time_budget
+
+    seconds = SOLVE_SECONDS if max_seconds is None else max_seconds
+
+    def run() -> tuple[dict[str, Any], list[str]]:
+        with warnings.catch_warnings(record=True) as inner, _logged() as logged:
+            warnings.simplefilter("always")
+            # The ODE's own budget says what did not settle (IntegrationTimeoutError).
+            budget = time_budget(seconds) if math.isfinite(seconds) else contextlib.nullcontext()
+            with budget:
+                solved = _as_json(model.solve(**kwargs))
+        return solved, [_note(w) for w in inner] + logged
+
+    try:
+        result, notes = interruptible(run, seconds=seconds + SOLVE_GRACE)
+    except TimeoutError:
+        raise ConvergenceError(
+            f"the solve did not finish within {seconds:g} s (--max-seconds): at these "
+            "parameters its numerics converge too slowly (a load near capacity needs a large "
+            "state space); raise --max-seconds (inf: no limit) or lower the load"
+        ) from None
+    for note in notes:
+        warnings.warn(note, _Relayed, stacklevel=1)
+    return result
 
 
 @contextlib.contextmanager
@@ -472,7 +520,7 @@ def _note(w: warnings.WarningMessage) -> str:
     return first if w.category is _Relayed else f"{w.category.__name__}: {first}"
 
 
-def interruptible(function: Callable[[], Any]) -> Any:
+def interruptible(function: Callable[[], Any], seconds: float | None = None) -> Any:
     """``function()``, run in a child process, so that Ctrl-C stops it at once.
 
     A numba kernel runs for seconds to minutes without returning to Python, and Python acts
@@ -480,7 +528,9 @@ def interruptible(function: Callable[[], Any]) -> Any:
     waits on a pipe, where SIGINT lands at once (KeyboardInterrupt); it kills the child and
     re-raises. The child ignores SIGINT (a terminal sends it to both: the parent decides) and
     sends back its result, or its exception (re-raised here as the same class, same fields).
-    Without ``fork`` (not POSIX) the function runs in this process.
+    After ``seconds`` of wall time (None or inf: no limit) the child is killed and
+    :class:`TimeoutError` raised. Without ``fork`` (not POSIX) the function runs in this
+    process, without a time limit.
     """
     import pickle
     import signal
@@ -513,8 +563,7 @@ def interruptible(function: Callable[[], Any]) -> Any:
             os._exit(code)  # no atexit, no flush of the parent's buffers a second time
     os.close(write_fd)
     try:
-        with os.fdopen(read_fd, "rb") as pipe:
-            data = pipe.read()
+        data = _read_until(read_fd, seconds)
     except BaseException:
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
@@ -524,7 +573,7 @@ def interruptible(function: Callable[[], Any]) -> Any:
     _, status = os.waitpid(pid, 0)
     if not data:
         raise LbreproError(
-            f"the simulation's process ended without a result (wait status {status}): "
+            f"the computation's process ended without a result (wait status {status}): "
             "out of memory?"
         )
     payload = pickle.loads(data)
@@ -535,6 +584,28 @@ def interruptible(function: Callable[[], Any]) -> Any:
     err.args = error_args
     err.__dict__.update(fields)
     raise err
+
+
+def _read_until(fd: int, seconds: float | None) -> bytes:
+    """All of pipe ``fd`` up to its end (then closed); TimeoutError once ``seconds`` of wall
+    time have passed without its end (None or inf: no limit)."""
+    import select
+    import time
+
+    deadline = None if seconds is None or not math.isfinite(seconds) else time.monotonic() + seconds
+    chunks: list[bytes] = []
+    try:
+        while True:
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0 or not select.select([fd], [], [], left)[0]:
+                    raise TimeoutError(f"no result within {seconds:g} s")
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
 
 
 #: A run with fewer events than this measured nothing worth an interval.
