@@ -2437,9 +2437,31 @@ def test_damaged_record_makes_its_file_again(
 SEVERAL_DAMAGED = [(TAIL_JOB, _empty), (TAIL_CHECKS, _truncate_half), ("report/index.html", _empty)]
 
 
+def _dry_run_profile(tree: Path, key: str) -> list[str]:
+    """A profile (outside the tree) that asks for a dry run with ``key: true``."""
+    profile = tree.parent / f"{tree.name}-profile"
+    profile.mkdir()
+    (profile / "config.yaml").write_text(f"{key}: true\n")
+    return ["--profile", str(profile)]
+
+
+#: How a dry run is asked for: a flag, or a profile's setting (was: a profile's `dryrun: true`
+#: was taken for a run — the workflow asked only its command line — and removed the damaged
+#: outputs it only had to name).
+DRY_RUNS = [
+    ("flag", lambda tree: ["-n"]),
+    ("profile-dryrun", lambda tree: _dry_run_profile(tree, "dryrun")),
+    ("profile-dry-run", lambda tree: _dry_run_profile(tree, "dry-run")),
+]
+
+
 @pytest.mark.slow
+@pytest.mark.parametrize(("how", "dry_args"), DRY_RUNS, ids=[c[0] for c in DRY_RUNS])
 def test_every_damaged_output_is_named_by_a_dry_run_and_by_the_run(
-    tiny_runs: dict[str, Path], tmp_path: Path
+    tiny_runs: dict[str, Path],
+    tmp_path: Path,
+    how: str,
+    dry_args: Callable[[Path], list[str]],
 ) -> None:
     from lbrepro.core.manifest import verify
 
@@ -2448,7 +2470,7 @@ def test_every_damaged_output_is_named_by_a_dry_run_and_by_the_run(
         damage(tree / rel)
     files = sorted(p for p in tree.rglob("*") if p.is_file() and ".snakemake" not in p.parts)
     before = {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in files if p.name != "tiny.yaml"}
-    dry = _tiny(tree, "-n")
+    dry = _tiny(tree, *dry_args(tree))
     assert dry.returncode == 0 and "Traceback" not in dry.stderr, dry.stderr[-3000:]
     for rel, _ in SEVERAL_DAMAGED:
         lines = [ln for ln in dry.stderr.splitlines() if ln.startswith(f"lbrepro: {rel}: ")]

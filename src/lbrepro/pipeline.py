@@ -694,11 +694,51 @@ _NOT_RUNNING = frozenset(
 )
 
 
+def snakemake_command_line() -> tuple[Any, Any] | None:
+    """Snakemake's parsed command line while it reads the Snakefile, as ``(args, parser)``:
+    flags, a profile's settings and ``$SNAKEMAKE_PROFILE``'s merged as Snakemake resolved them.
+    None when Snakemake is not run from its command line (its Python API) or a release names
+    it otherwise.
+
+    Snakemake reads the Snakefile inside ``snakemake.cli.args_to_api(args, parser)``, before it
+    tells the workflow whether it will run jobs; that frame is the one place that knows.
+    Read only."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == "args_to_api" and str(
+            frame.f_globals.get("__name__", "")
+        ).startswith("snakemake"):
+            found = frame.f_locals.get("args"), frame.f_locals.get("parser")
+            return found if all(x is not None for x in found) else None
+        frame = frame.f_back
+    return None
+
+
+def _settings_plan_only() -> bool:
+    """Whether Snakemake's resolved settings ask for one of the :data:`_NOT_RUNNING` options
+    (``dryrun: true`` in a profile, say), whatever gave it."""
+    found = snakemake_command_line()
+    if found is None:
+        return False
+    args, parser = found
+    for action in getattr(parser, "_actions", ()):
+        if _NOT_RUNNING.isdisjoint(getattr(action, "option_strings", ())):
+            continue
+        value = getattr(args, getattr(action, "dest", ""), None)
+        if value is not None and value is not False and value != action.default:
+            return True
+    return False
+
+
 def runs_jobs(argv: Sequence[str]) -> bool:
-    """Whether the Snakemake command line ``argv`` runs jobs (not a dry run, a report, a
-    listing...). Snakemake reads the workflow before it knows (``workflow.dryrun`` is False
-    while the Snakefile is read), so the workflow asks its command line; short options may be
-    bundled (``-np``). Targets after ``--`` are not options."""
+    """Whether Snakemake, started with command line ``argv``, runs jobs (not a dry run, a
+    report, a listing...). Snakemake reads the workflow before it knows (``workflow.dryrun`` is
+    False while the Snakefile is read), so the workflow asks the settings Snakemake resolved
+    (:func:`snakemake_command_line`: a profile's ``dryrun: true`` is a dry run too — was: taken
+    for a run, which removed the damaged outputs it only had to name) and its command line;
+    short options may be bundled (``-np``). Targets after ``--`` are not options."""
+    if _settings_plan_only():
+        return False
     args = list(argv[1:])
     if "--" in args:
         args = args[: args.index("--")]

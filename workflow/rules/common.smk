@@ -76,7 +76,7 @@ PLAN = plan(config, templates=TEMPLATE_DIR)
 # Resume after any interruption: locks left by a killed run (SIGKILL) are removed when the
 # process that held them is gone; incomplete outputs rerun (profiles/default).
 # (Snakemake reads this file before it knows whether it will run jobs: workflow.dryrun is
-# still False here, so the command line says; lbrepro.pipeline.runs_jobs.)
+# still False here, so its resolved settings — flags and profiles — say; lbrepro.pipeline.runs_jobs.)
 RUNS_JOBS = workflow.exec_mode == ExecMode.DEFAULT and runs_jobs(sys.argv)
 # The terminal shows progress, warnings, errors and, at the end, the run's answer; each job's
 # bookkeeping goes to the log file only (--verbose shows it again).
