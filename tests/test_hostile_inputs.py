@@ -1730,6 +1730,47 @@ def test_report_reads_benchmarks_and_records_boundedly(
     assert needle in note and "\n" not in note, note
 
 
+# Tables read back (a check, the report's summary, collecting): (case, how to make it, needle).
+# Was: read whole and unbounded — a FIFO blocked the report for ever, a 300 MB table planted
+# or damaged in results/ was read into memory, /dev/zero was read until memory ran out.
+TABLES_REFUSED = [
+    ("huge", lambda p: _sparse(p, 300 << 20), "more than"),
+    ("fifo", lambda p: os.mkfifo(p), "not a regular file"),
+    ("dev-zero", lambda p: p.symlink_to("/dev/zero"), "not a regular file"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("case", "make", "needle"), TABLES_REFUSED, ids=[c[0] for c in TABLES_REFUSED]
+)
+def test_tables_are_read_boundedly(
+    tmp_path: Path, case: str, make: Callable[[Path], None], needle: str
+) -> None:
+    """A table that is not a regular file of a sane size is a ValueError naming why, and a
+    note in the report's summary: never a hang or a whole huge file in memory."""
+    from lbrepro.artifacts import registry
+    from lbrepro.core.io import read_table
+    from lbrepro.report.artifact_parts import summary_table
+
+    path = tmp_path / "toy-tail.csv"
+    make(path)
+    artifact = next(a for a in registry.all_artifacts() if a.summary is not None)
+
+    def hung(*_: Any) -> None:
+        raise TimeoutError("the read hung")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(30)
+    try:
+        with pytest.raises(ValueError, match=needle):
+            read_table(path)
+        table, note = summary_table(artifact, path)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert table is None and ("could not be computed" in note or "not produced" in note), note
+
+
 # --------------------------------------------- every error a user can cause: one line
 ONE_LINE = [
     ["diff", "run\nlbrepro: forged line", "other"],

@@ -16,9 +16,7 @@ import functools
 import hashlib
 import json
 import math
-import os
 import re
-import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -26,6 +24,7 @@ from typing import Any
 import yaml
 
 from lbrepro.core.errors import ConfigError
+from lbrepro.core.io import FileTooLargeError, NotRegularFileError, read_regular_bounded
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # The one schema: inside the package (the Snakefile validates with it too).
@@ -195,41 +194,21 @@ def _read_regular_file(path: str | Path, where: str) -> bytes:
     """The bytes of a regular file of at most :data:`MAX_CONFIG_BYTES`; ConfigError otherwise.
 
     A pipe, a FIFO, a device (``/dev/zero``, ``/dev/stdin``), a socket or a directory is
-    refused before a byte is read, by what it is: a FIFO without a writer would block the
-    opening itself, a device or a pipe that never ends would be read forever. The file is
-    opened without blocking and checked again once open (it may have been replaced between
-    the two looks), then read at most one byte past the limit."""
-    not_regular = "not a regular file (a pipe, a device or a directory): give a config file"
+    refused by what it is, before a byte is read: a FIFO without a writer would block, a
+    device or a pipe that never ends would be read forever (lbrepro.core.io's bounded reader).
+    """
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            raise ConfigError(where, not_regular)
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        return read_regular_bounded(path, MAX_CONFIG_BYTES, what="a config file")
+    except NotRegularFileError:
+        raise ConfigError(
+            where, "not a regular file (a pipe, a device or a directory): give a config file"
+        ) from None
+    except FileTooLargeError:
+        raise ConfigError(
+            where, f"larger than {MAX_CONFIG_BYTES // 2**20} MiB: not a config file"
+        ) from None
     except OSError as err:
         raise ConfigError(where, f"cannot be read: {err.strerror or err}") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise ConfigError(where, not_regular)
-        if info.st_size > MAX_CONFIG_BYTES:
-            raise ConfigError(
-                where, f"larger than {MAX_CONFIG_BYTES // 2**20} MiB: not a config file"
-            )
-        os.set_blocking(fd, True)
-        chunks: list[bytes] = []
-        size = 0
-        while size <= MAX_CONFIG_BYTES:  # a file growing while it is read: still bounded
-            chunk = os.read(fd, MAX_CONFIG_BYTES + 1 - size)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    except OSError as err:
-        raise ConfigError(where, f"cannot be read: {err.strerror or err}") from None
-    finally:
-        os.close(fd)
-    if size > MAX_CONFIG_BYTES:
-        raise ConfigError(where, f"larger than {MAX_CONFIG_BYTES // 2**20} MiB: not a config file")
-    return b"".join(chunks)
 
 
 def read_config_file(path: str | Path) -> dict[str, Any]:

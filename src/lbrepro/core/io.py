@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import io
 import json
 import math
 import os
@@ -94,20 +95,31 @@ def read_json(path: str | Path) -> Any:
     return json.loads(Path(path).read_text(encoding="utf-8"))
 
 
-def read_regular_bounded(path: str | Path, limit: int) -> bytes:
-    """The bytes of a regular file of at most ``limit`` bytes; ValueError otherwise.
+class NotRegularFileError(ValueError):
+    """A path that is not a regular file (a FIFO, a device, a socket, a folder)."""
+
+
+class FileTooLargeError(ValueError):
+    """A regular file larger than its reader allows."""
+
+
+def read_regular_bounded(path: str | Path, limit: int, what: str = "a results file") -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes: the one bounded reader of every
+    file a user or a damaged run can put in our way (configs, tables, checks, records).
 
     Opened without blocking (a FIFO would wait for a writer) and checked on the open file, so
     a file swapped for a device between the check and the read is still refused; at most
     ``limit + 1`` bytes are ever read (a file growing while read is refused too).
+    :class:`NotRegularFileError` or :class:`FileTooLargeError` (``what`` names the kind of file
+    in its message); OSError if it cannot be opened or read.
     """
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise ValueError("not a regular file")
+            raise NotRegularFileError("not a regular file")
         if info.st_size > limit:
-            raise ValueError(f"{info.st_size} bytes, more than the {limit} a results file may have")
+            raise FileTooLargeError(f"{info.st_size} bytes, more than the {limit} {what} may have")
         chunks, total = [], 0
         while total <= limit:
             chunk = os.read(fd, min(1 << 20, limit + 1 - total))
@@ -116,7 +128,7 @@ def read_regular_bounded(path: str | Path, limit: int) -> bytes:
             chunks.append(chunk)
             total += len(chunk)
         if total > limit:
-            raise ValueError(f"more than the {limit} bytes a results file may have")
+            raise FileTooLargeError(f"more than the {limit} bytes {what} may have")
         return b"".join(chunks)
     finally:
         os.close(fd)
@@ -163,9 +175,16 @@ def _parse(cell: str) -> Any:
     return {"True": True, "False": False}.get(cell, cell)
 
 
+#: The largest tidy table read back (the full run's largest is under 1 MB): a damaged or
+#: planted file of gigabytes is refused (ValueError) rather than read into memory.
+MAX_TABLE_BYTES = 256 * 1024 * 1024
+
+
 def read_table(path: str | Path) -> list[dict[str, Any]]:
-    """Read a tidy CSV back: numbers as int/float, empty cells as None."""
-    with open(path, newline="", encoding="utf-8") as fh:
+    """Read a tidy CSV back: numbers as int/float, empty cells as None. A regular file of at
+    most :data:`MAX_TABLE_BYTES`, read boundedly (:func:`read_regular_bounded`)."""
+    text = read_regular_bounded(path, MAX_TABLE_BYTES, what="a table").decode("utf-8")
+    with io.StringIO(text, newline="") as fh:
         return [{k: _parse(v) for k, v in row.items()} for row in csv.DictReader(fh)]
 
 
