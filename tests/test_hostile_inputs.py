@@ -1771,6 +1771,47 @@ def test_tables_are_read_boundedly(
     assert table is None and ("could not be computed" in note or "not produced" in note), note
 
 
+# Records beside the outputs, in place of what was written: (case, how to make it). A digest
+# record or the run's lock record swapped for a FIFO blocked the run for ever (its size, 0, was
+# checked, then it was read); /dev/zero was read until memory ran out.
+RECORDS_REFUSED = [
+    ("fifo", lambda p: os.mkfifo(p)),
+    ("dev-zero", lambda p: p.symlink_to("/dev/zero")),
+    ("huge", lambda p: _sparse(p, 300 << 20)),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("case", "make"), RECORDS_REFUSED, ids=[c[0] for c in RECORDS_REFUSED])
+def test_records_are_read_boundedly(
+    tmp_path: Path, case: str, make: Callable[[Path], None]
+) -> None:
+    """A damaged digest record is no record (its file is made again); a damaged run record
+    is no holder: never a hang."""
+    from lbrepro.core import runlock
+    from lbrepro.core.io import write_table
+    from lbrepro.core.manifest import digest_path, verify, write_digest
+
+    table = tmp_path / "t.csv"
+    write_table([{"point": "a", "x": 1}], table)
+    write_digest(table, rows=1)
+    digest_path(table).unlink()
+    make(digest_path(table))
+    (tmp_path / ".snakemake").mkdir()
+    make(tmp_path / ".snakemake" / runlock.RUN_FILE)
+
+    def hung(*_: Any) -> None:
+        raise TimeoutError("the read hung")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(30)
+    try:
+        assert (verify(table) or "").startswith("no digest record"), verify(table)
+        assert runlock.read_record(tmp_path / ".snakemake") is None
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 # --------------------------------------------- every error a user can cause: one line
 ONE_LINE = [
     ["diff", "run\nlbrepro: forged line", "other"],

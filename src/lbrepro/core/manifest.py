@@ -36,7 +36,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from lbrepro.core.io import atomic_write_text
+from lbrepro.core.io import atomic_write_text, read_regular_bounded
 
 __all__ = [
     "DIGEST_SUFFIX",
@@ -121,9 +121,8 @@ def read_digest(path: str | Path) -> dict[str, Any] | None:
     """The record of ``path``, or None if it has none (or an unreadable one)."""
     record = digest_path(path)
     try:
-        if record.stat().st_size > MAX_RECORD_BYTES:
-            return None
-        data = json.loads(record.read_text(encoding="utf-8"))
+        # Bounded and regular only: a record swapped for a FIFO blocked the run for ever.
+        data = json.loads(read_regular_bounded(record, MAX_RECORD_BYTES, what="a digest record"))
     except (OSError, ValueError, RecursionError):
         return None
     if not isinstance(data, dict) or not isinstance(data.get("sha256"), str):

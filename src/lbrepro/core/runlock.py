@@ -37,6 +37,8 @@ from typing import Any
 
 import psutil
 
+from lbrepro.core.io import read_regular_bounded
+
 __all__ = ["clear_stale_locks", "forget_run", "holder_is_gone", "identity", "record_run"]
 
 RUN_FILE = "lbrepro-run.pid"
@@ -143,10 +145,8 @@ def forget_run(state_dir: str | Path = ".snakemake") -> None:
 def read_record(state_dir: str | Path = ".snakemake") -> dict[str, Any] | None:
     """The recorded holder of the locks, or None (no record, or one of an older lbrepro)."""
     try:
-        text = (Path(state_dir) / RUN_FILE).read_text(encoding="utf-8")
-        if len(text) > 4096:
-            return None
-        record = json.loads(text)
+        raw = read_regular_bounded(Path(state_dir) / RUN_FILE, 4096, what="a run record")
+        record = json.loads(raw.decode("utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
         return None
     return record if isinstance(record, dict) else None
