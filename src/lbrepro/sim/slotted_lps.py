@@ -80,13 +80,17 @@ def slot_cost(n, q, d, meanvar, beta):
 def slotted_kernel(state, p, q, d, meanvar, beta, kind, prio, table, B, slots, warmup, batches, n):
     """Run ``warmup`` + ``slots`` slots from state ``n`` (updated in place).
 
-    Returns the mean cost and mean number of jobs of each of ``batches`` equal batches after
-    the warm-up, and the number of slots the table rule spent outside its box.
+    Returns the mean cost, mean number of jobs and mean served capacity Σ_k q_k·1{n_k > 0}
+    (start-of-slot state: a busy server's expected departures are exactly q_k) of each of
+    ``batches`` equal batches after the warm-up, and the number of slots the table rule spent
+    outside its box. The served capacity draws no random number: in equilibrium its mean is
+    p (work conservation, arrivals = departures).
     """
     K = q.shape[0]
     per_batch = slots // batches
     sums = np.zeros(batches)
     jobs = np.zeros(batches)
+    served = np.zeros(batches)
     outside = 0
     total = warmup + per_batch * batches
     for t in range(total):
@@ -123,26 +127,33 @@ def slotted_kernel(state, p, q, d, meanvar, beta, kind, prio, table, B, slots, w
             b = (t - warmup) // per_batch
             c = 0.0
             m = 0
+            w = 0.0
             for k in range(K):
                 c += slot_cost(n[k], q[k], d[k], meanvar, beta)
                 m += n[k]
+                if n[k] > 0:
+                    w += q[k]
             sums[b] += c
             jobs[b] += m
+            served[b] += w
         for k in range(K):
             n[k] -= binomial_departures(state, n[k], q[k], d[k])
         if uniform(state) <= p:
             n[a] += 1
-    return sums / per_batch, jobs / per_batch, outside
+    return sums / per_batch, jobs / per_batch, served / per_batch, outside
 
 
 @dataclass(frozen=True)
 class SlottedRun:
-    """Result of :func:`simulate_slotted`: cost and jobs with batch-means 95% CIs."""
+    """Result of :func:`simulate_slotted`: cost, jobs and served capacity Σ_k q_k·1{n_k > 0}
+    (= p in equilibrium, by work conservation) with batch-means 95% CIs."""
 
     cost: float
     cost_ci: tuple[float, float]
     mean_jobs: float
     mean_jobs_ci: tuple[float, float]
+    served: float
+    served_ci: tuple[float, float]
     slots: int
     batches: int
     warmup_used: int
@@ -182,6 +193,7 @@ def simulate_slotted(
     # after each, so Ctrl-C stops a run; the warm-up is a minimum, MSER-5 may discard more.
     micro_cost: list[float] = []
     micro_jobs: list[float] = []
+    micro_served: list[float] = []
     done = 0
     outside = 0
 
@@ -189,11 +201,12 @@ def simulate_slotted(
         """Run the kernel up to slot ``t_end`` as one micro-batch; returns the slots run."""
         nonlocal done, outside
         m = max(1, round(t_end) - done)
-        c, j, out = slotted_kernel(
+        c, j, s, out = slotted_kernel(
             state, p, q, d, meanvar, beta, kind, prio_c, table, B, m, 0, 1, n
         )
         micro_cost.append(float(c[0]))
         micro_jobs.append(float(j[0]))
+        micro_served.append(float(s[0]))
         outside += int(out)
         done += m
         return m
@@ -210,11 +223,14 @@ def simulate_slotted(
     bm = run.batching
     est = bm.ci(bm.merge(np.array(micro_cost)), lower=0.0, ar1=True)
     jobs = bm.ci(bm.merge(np.array(micro_jobs)), lower=0.0, ar1=True)
+    served = bm.ci(bm.merge(np.array(micro_served)), lower=0.0, ar1=True)
     return SlottedRun(
         cost=est.mean,
         cost_ci=(est.low, est.high),
         mean_jobs=jobs.mean,
         mean_jobs_ci=(jobs.low, jobs.high),
+        served=served.mean,
+        served_ci=(served.low, served.high),
         slots=done - round(run.warmup_used),
         batches=run.batches,
         warmup_used=round(run.warmup_used),
