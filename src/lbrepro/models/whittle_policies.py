@@ -14,7 +14,7 @@ slotted system is simulated by :mod:`lbrepro.sim.slotted_lps` with these policie
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +25,7 @@ import scipy.sparse.linalg as spla
 from lbrepro.core.args import float_arg, int_arg, run_length
 from lbrepro.core.errors import ConfigError, ConvergenceError
 from lbrepro.models import whittle as arm
-from lbrepro.models.spec import RUN_PARAMS, Model, Param
+from lbrepro.models.spec import RUN_PARAMS, Conserved, Model, Param
 from lbrepro.models.whittle_chain import JointChain, System
 from lbrepro.sim.slotted_lps import (
     ROUTE_INDEX,
@@ -42,6 +42,7 @@ __all__ = [
     "System",
     "choose_buffer",
     "compare_policies",
+    "conservation",
     "priorities",
     "rsa_cost",
     "simulate",
@@ -298,6 +299,8 @@ def simulate(
         "ci": run.cost_ci,
         "mean_jobs": run.mean_jobs,
         "mean_jobs_ci": run.mean_jobs_ci,
+        "served": run.served,
+        "served_ci": run.served_ci,
         "slots": run.slots,
         "batches": run.batches,
         "warmup_used": run.warmup_used,
@@ -397,6 +400,8 @@ def simulate_summary(
     t = time.perf_counter()
     out = simulate(system, policy, slots, warm, seed, batches, costs=costs, prio_nmax=200)
     wall = time.perf_counter() - t
+    # Every slot run: the measured ones and the warm-up MSER-5 chose (at least ``warm``).
+    events = out["slots"] + out["warmup_used"]
     return {
         "model": "whittle",
         "params": {
@@ -409,13 +414,35 @@ def simulate_summary(
         },
         "mean_cost": out["cost"],
         "mean_jobs": out["mean_jobs"],
-        "ci": {"mean_cost": list(out["ci"]), "mean_jobs": list(out["mean_jobs_ci"])},
+        "served": out["served"],
+        "ci": {
+            "mean_cost": list(out["ci"]),
+            "mean_jobs": list(out["mean_jobs_ci"]),
+            "served": list(out["served_ci"]),
+        },
         "exact_cost": exact,
         "N": system.K,
         "seed": seed,
-        "events": out["slots"] + warm,
-        "events_per_second": (out["slots"] + warm) / wall if wall > 0 else None,
+        "slots": out["slots"],
+        "warmup_used": out["warmup_used"],
+        "batches": out["batches"],
+        "converged": out["converged"],
+        "events": events,
+        "events_per_second": events / wall if wall > 0 else None,
     }
+
+
+def conservation(result: Mapping[str, Any]) -> Conserved | None:
+    """Served capacity Σ_k q_k·1{n_k > 0} = p: a busy server's expected departures per slot
+    are q_k, so in equilibrium departures (the served capacity) equal arrivals (p), whatever
+    the policy. Read from ``lbrepro simulate whittle``'s JSON (``served``, ``ci.served``)."""
+    try:
+        p = float(result["params"]["p"])
+        low, high = result["ci"]["served"]
+        what = "served capacity Σ q_k·1{n_k>0} = p"
+        return Conserved(what, float(result["served"]), float(low), float(high), p)
+    except (KeyError, TypeError, IndexError, ValueError):
+        return None
 
 
 MODEL = Model(
@@ -463,4 +490,5 @@ MODEL = Model(
     solve=solve_summary,
     simulate=simulate_summary,
     load="p",
+    conservation=conservation,
 )
