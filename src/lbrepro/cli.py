@@ -640,7 +640,11 @@ def _check_measured(result: dict[str, Any], kwargs: dict[str, Any], load: str) -
 
 
 def _measured_time(result: dict[str, Any], kwargs: dict[str, Any]) -> float:
-    """The simulated time the estimates average over: horizon minus the warm-up used."""
+    """The simulated time the estimates average over: horizon minus the warm-up used; for a
+    slotted model (whittle: ``--horizon`` counts the slots after the warm-up, and MSER-5 may
+    discard more), the slots it measured, ``slots`` in its result."""
+    if isinstance(result.get("slots"), int | float) and not isinstance(result["slots"], bool):
+        return max(float(result["slots"]), 0.0)
     horizon = float(result.get("horizon") or kwargs["horizon"])
     warmup = result.get("warmup_used", result.get("warmup", kwargs.get("warmup")))
     warmup = 0.1 * float(kwargs["horizon"]) if warmup is None else float(warmup)
@@ -767,6 +771,17 @@ def _set(nested: Any, index: Sequence[Any], value: Any) -> None:
     nested[int(index[-1])] = value
 
 
+def _lengthen_advice(model: Model) -> str:
+    """What may bring a run to equilibrium, naming only the flags ``model`` has: "lengthen
+    --horizon, raise --N or --warmup" (whittle has no --N: its servers are --q)."""
+    flags = {p.name for p in model.params_for("simulate")}
+    raise_ = [f"--{name}" for name in ("N", "warmup") if name in flags]
+    advice = "lengthen --horizon" if "horizon" in flags else "run longer"
+    if raise_:
+        advice += ", raise " + " or ".join(raise_)
+    return advice
+
+
 def _judge_run(model: Model, kwargs: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
     """The pipeline's checks on a command-line simulation: work conservation (a failure is a
     stderr line and ``"work_conservation": {"held": false, …}``), and estimates the run did not
@@ -783,7 +798,7 @@ def _judge_run(model: Model, kwargs: dict[str, Any], result: dict[str, Any]) -> 
                 f"work conservation fails ({conserved['identity']}): measured "
                 f"{conserved['measured']:.4g} [{lo:.4g}, {hi:.4g}], exact "
                 f"{conserved['exact']:.4g}; the run is not in equilibrium and its numbers are "
-                "not to be trusted (lengthen --horizon, raise --N or --warmup)"
+                f"not to be trusted ({_lengthen_advice(model)})"
             )
     names = _unresolved(result)
     if names:
