@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -1052,6 +1053,28 @@ def _general(u1: float, deep: float) -> dict[str, Any]:
     }
 
 
+def _whittle(served: float, p: float = 0.7) -> dict[str, Any]:
+    """A ``simulate whittle`` result (two servers, q = 0.5, 0.5): the served capacity
+    Σ_k q_k·1{n_k > 0} in ``served``, ``ci.served``; work conservation makes it p."""
+    return {
+        "params": {"p": p, "q": [0.5, 0.5], "d": ["1", "1"], "cost": "linear", "beta": 0.0,
+                   "policy": "whittle"},
+        "mean_cost": 2.3,
+        "mean_jobs": 2.3,
+        "served": served,
+        "ci": {"mean_cost": [2.2, 2.4], "mean_jobs": [2.2, 2.4],
+               "served": [served - 0.01, served + 0.01]},
+        "exact_cost": None,
+        "N": 2,
+        "seed": 1,
+        "slots": 1000,
+        "warmup_used": 10,
+        "batches": 20,
+        "converged": True,
+        "events": 1010,
+    }  # fmt: skip
+
+
 def _pinned(result: dict[str, Any]) -> dict[str, Any]:
     """``result`` (of :func:`_occupancy` or :func:`_general`) whose deepest level is 1 in
     [1, 1]: the same in every batch, as a queue that never emptied."""
@@ -1105,6 +1128,7 @@ CONSERVATION_CASES = [
     ("general", ["--dist", "lomax:1.0001", "--lam", "0.7", "--d", "2"], _general(7e-4, 1e-5),
      _general(0.7, 1e-5)),
     ("affinity", ["--lam", "0.7", "--d1", "2"], _affinity(0.3, 0.01), _affinity(0.015, 0.01)),
+    ("whittle", ["--p", "0.7", "--q", "0.5,0.5", "--d", "1,1"], _whittle(0.9), _whittle(0.7)),
 ]  # fmt: skip
 # (model, arguments, a result with a quantity zero throughout the run, its name)
 UNRESOLVED_CASES = [
@@ -1117,7 +1141,8 @@ UNRESOLVED_CASES = [
         "whittle",
         ["--p", "1e-7", "--q", "0.5", "--d", "1"],
         {"mean_cost": 0.0, "mean_jobs": 0.0, "ci": {"mean_cost": [0.0, 0.0],
-         "mean_jobs": [0.0, 0.0]}, "N": 1, "seed": 1, "events": 1010},
+         "mean_jobs": [0.0, 0.0]}, "N": 1, "seed": 1, "slots": 1000, "warmup_used": 10,
+         "events": 1010},
         "mean_jobs",
     ),
 ]  # fmt: skip
@@ -1176,14 +1201,19 @@ def test_cli_run_failing_work_conservation_says_so(
     sound: dict[str, Any],
 ) -> None:
     """The pipeline's diagnostic on every simulate model: a run whose busy fraction is not the
-    load warns in one stderr line and says ``held: false``; a sound run holds it, silently."""
+    load warns in one stderr line and says ``held: false``; a sound run holds it, silently.
+    The warning's advice names only flags the model has (was: "raise --N" for whittle)."""
+    flags = {p.name for p in _MODELS()[name].params_for("simulate")}
+    run = ["--horizon", "1000"] if name == "whittle" else SIM_ARGS
     for result, held in ((broken, False), (sound, True)):
         _canned(monkeypatch, name, result)
-        assert cli.main(["simulate", name, *argv, *SIM_ARGS, "--format", "json"]) == 0
+        assert cli.main(["simulate", name, *argv, *run, "--format", "json"]) == 0
         out, err = capsys.readouterr()
         assert json.loads(out)["work_conservation"]["held"] is held, out
         assert ("lbrepro: warning: work conservation fails" in err) is not held, err
         assert err.count("\n") == (0 if held else 1), err
+        advised = set(re.findall(r"--([A-Za-z_]\w*)", err))
+        assert advised <= flags, (advised - flags, err)
 
 
 @pytest.mark.parametrize(
@@ -1327,13 +1357,61 @@ def test_cli_slow_solve_ends_with_one_line_or_says_what_it_skipped(
 def test_cli_whittle_unresolved_names_the_events_it_needs(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """p = 1e-7, horizon 1000: about 1e-4 arrivals; ten need ~1e8 slots."""
+    """p = 1e-7, horizon 1000: about 1e-4 arrivals; ten need ~1e8 slots (the arrivals over
+    the 1000 slots measured; was: over --horizon less a tenth, a warm-up whittle never used)."""
     _canned(monkeypatch, "whittle", UNRESOLVED_CASES[-1][2])
     argv = ["simulate", "whittle", "--p", "1e-7", "--q", "0.5", "--d", "1", "--horizon", "1000"]
     assert cli.main([*argv, "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["mean_jobs"] is None and data["mean_cost"] is None
-    assert data["unresolved"]["needs_events"] == pytest.approx(1010 * 10 / (1e-7 * 900))
+    assert data["unresolved"]["needs_events"] == pytest.approx(1010 * 10 / (1e-7 * 1000))
+
+
+# Real whittle runs too short near capacity, p/Σq = 0.99 (was: a mean cost and no line). The
+# served capacity Σq_k·1{n_k>0} can miss p by at most Σq − p = 0.01 here, so the identity
+# catches a run whose servers never idled (default seed: 1 in [1, 1], also unresolved) or
+# whose interval is narrow for a deficit, not every short run. (case, arguments, lines)
+WHITTLE_SHORT = ["--p", "0.99", "--q", "0.5,0.5", "--d", "1,1"]
+WHITTLE_UNCONSERVED = [
+    ("never-idle", [*WHITTLE_SHORT, "--horizon", "100"], 2),
+    ("seed-6", [*WHITTLE_SHORT, "--horizon", "200", "--seed", "6"], 1),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("case", "argv", "lines"), WHITTLE_UNCONSERVED, ids=[c[0] for c in WHITTLE_UNCONSERVED]
+)
+def test_cli_whittle_short_run_near_capacity_fails_work_conservation(
+    capsys: pytest.CaptureFixture[str], case: str, argv: list[str], lines: int
+) -> None:
+    """A real run: ``held: false`` and a warning line naming no --N (whittle has none); the
+    resolution floor is over the slots measured, 1/(K·slots). A server never idle is also said
+    (served unresolved), one more line."""
+    assert cli.main(["simulate", "whittle", *argv, "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    data = json.loads(out)
+    wc = data["work_conservation"]
+    assert wc["held"] is False and wc["exact"] == 0.99, wc
+    assert wc["identity"] == "served capacity Σ q_k·1{n_k>0} = p"
+    first, *rest = err.splitlines()
+    assert first.startswith("lbrepro: warning: work conservation fails (served capacity"), err
+    assert "--N" not in err and "--horizon" in first, err
+    assert len(rest) == lines - 1, err
+    if rest:  # both servers busy in every measured slot: Σq = 1 in [1, 1]
+        assert wc["measured"] == 1.0 and wc["interval"] == [1.0, 1.0], wc
+        assert wc["statistic"] == pytest.approx(0.01 * 2 * data["slots"], rel=1e-3), data
+        assert data["unresolved"]["quantities"] == ["served"], data
+    assert data["events"] == data["slots"] + data["warmup_used"], data
+
+
+def test_cli_whittle_long_run_holds_work_conservation(capsys: pytest.CaptureFixture[str]) -> None:
+    """p = 0.5, 10⁵ slots: the served capacity's interval covers p, with no line at all."""
+    argv = ["simulate", "whittle", "--p", "0.5", "--q", "0.5,0.5", "--d", "1,1"]
+    assert cli.main([*argv, "--horizon", "1e5", "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    wc = json.loads(out)["work_conservation"]
+    assert wc["held"] is True and wc["interval"][0] <= 0.5 <= wc["interval"][1], wc
+    assert err == "", err
 
 
 @pytest.mark.slow

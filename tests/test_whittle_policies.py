@@ -177,6 +177,23 @@ def test_simulation_matches_exact_costs() -> None:
         assert i >= 0
 
 
+@pytest.mark.parametrize("policy", ["whittle", "rsa"])
+def test_simulated_served_capacity_is_the_arrival_probability(policy) -> None:
+    """Work conservation, the slotted form: a busy server's expected departures per slot are
+    q_k, so in equilibrium the served capacity Σ_k q_k·1{n_k > 0} equals p (arrivals =
+    departures) whatever the (stable) policy. Moderate load p/Σq = 0.56 (RSA: 0.83 at the
+    slower server); 2·10⁵ slots; the tolerance is the run's own interval, widened for the two
+    policies."""
+    system = wp.System.make(p=0.5, q=[0.3, 0.6], d=[1, "inf"])
+    sim = wp.simulate(system, policy, 200_000, 2_000, np.random.SeedSequence(20261206))
+    low, high = sim["served_ci"]
+    half = (high - low) / 2
+    assert low <= sim["served"] <= high and 0 < half < 0.01, sim
+    assert abs(sim["served"] - system.p) <= bonferroni_factor(20, 2) * half, sim
+    # jobs per slot, not the load p/Σq = 0.56 (a kernel dividing by Σq would read it)
+    assert abs(sim["served"] - system.p / sum(system.q)) > 10 * half, sim
+
+
 def test_whittle_route_uses_indices() -> None:
     system = wp.System.make(p=0.5, q=[0.3, 0.6], d=[1, "inf"])
     chain = wp.JointChain(system, 6)
