@@ -194,6 +194,40 @@ def test_simulated_served_capacity_is_the_arrival_probability(policy) -> None:
     assert abs(sim["served"] - system.p / sum(system.q)) > 10 * half, sim
 
 
+def test_indices_beyond_the_float_range_keep_their_order() -> None:
+    """p = 0.99 > q = 0.5, FCFS: W(m) grows like r^m, r = p(1−q)/(q(1−p)) = 99, past 1.8e308
+    from m = 156 (was: a division by zero and an overflow, two bare RuntimeWarnings in the
+    JSON of ``simulate whittle``). W is +∞ there, silently; its rank asinh W = log 2W carries
+    on with the same step log r across the float boundary, and is asinh W below it."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        W, ranks = w.whittle_indices_and_ranks(0.99, 0.5, 1, 200)
+    beyond = ~np.isfinite(W)
+    assert beyond.any() and np.isfinite(ranks).all()
+    assert np.array_equal(ranks[~beyond], np.arcsinh(W[~beyond]))
+    step = np.diff(ranks[120:])
+    assert step == pytest.approx(math.log(99.0), rel=1e-9), step
+
+
+def test_whittle_routes_as_jsq_for_identical_servers_beyond_the_float_range() -> None:
+    """Identical servers: Whittle is JSQ (ties to the first), also where both indices are
+    beyond the float range (was: both +∞, a tie, every arrival to server 1 however long its
+    queue). The kernel's rule: smallest value, ties within 1e-12 relative to the first."""
+    system = wp.System.make(p=0.99, q=[0.5, 0.5], d=[1, 1])
+    table = wp.whittle_routing(system, 200)
+    assert np.isfinite(table).all()
+    for n1, n2 in itertools.product(range(0, 201, 5), repeat=2):
+        a, b = table[0, n1], table[1, n2]
+        first = a <= b + 1e-12 * max(1.0, abs(b))
+        assert first == (n1 <= n2), (n1, n2, a, b)
+    # without an index beyond the float range, the table is the indices themselves
+    moderate = wp.System.make(p=0.7, q=[0.5, 0.5], d=[1, "inf"])
+    indices = wp.priorities(moderate, "whittle", 200)
+    assert np.array_equal(wp.whittle_routing(moderate, 200), indices)
+
+
 def test_whittle_route_uses_indices() -> None:
     system = wp.System.make(p=0.5, q=[0.3, 0.6], d=[1, "inf"])
     chain = wp.JointChain(system, 6)

@@ -73,7 +73,9 @@ __all__ = [
     "solve",
     "subsidy_policy",
     "threshold_stationary",
+    "whittle_index_ranks",
     "whittle_indices",
+    "whittle_indices_and_ranks",
     "whittle_indices_naive",
 ]
 
@@ -258,15 +260,68 @@ def whittle_indices(
 
     ``cost`` is "linear", "meanvar" (with ``beta``) or any function of the array n = 0..N.
     A state that cannot be reached from below (q = 1, m ≥ 2: one job surely leaves per slot)
-    has A^{m+1} = A^m; its index is undefined and returned as +∞.
+    has A^{m+1} = A^m; its index is undefined and returned as +∞. An index beyond the float
+    range (p > q: W(m) grows like r^m, past 1.8e308 from m ≈ 156 at p = 0.99, q = 0.5, d = 1)
+    is +∞ too; :func:`whittle_index_ranks` keeps the order of such indices.
     """
+    return _whittle_indices(p, q, d, nmax, cost, beta)[0]
+
+
+def whittle_index_ranks(
+    p: float,
+    q: float,
+    d: float,
+    nmax: int = 20,
+    cost: str | Callable[[np.ndarray], np.ndarray] = "linear",
+    beta: float = 0.0,
+) -> np.ndarray:
+    """asinh W(0..nmax): the indices' order, finite also where W is beyond the float range.
+
+    asinh is increasing, so a smallest-index rule routes the same on W and on asinh W; for
+    W ≥ 1e8 it is log(2W) to double precision, which is how an index past 1.8e308 is given
+    (from its logarithm). Undefined indices stay +∞.
+    """
+    return whittle_indices_and_ranks(p, q, d, nmax, cost, beta)[1]
+
+
+def whittle_indices_and_ranks(
+    p: float,
+    q: float,
+    d: float,
+    nmax: int = 20,
+    cost: str | Callable[[np.ndarray], np.ndarray] = "linear",
+    beta: float = 0.0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(:func:`whittle_indices`, :func:`whittle_index_ranks`) from one computation."""
+    W, logs = _whittle_indices(p, q, d, nmax, cost, beta)
+    ranks = np.arcsinh(W)
+    beyond = ~np.isnan(logs)
+    ranks[beyond] = logs[beyond] + math.log(2.0)
+    return W, ranks
+
+
+_LOG_MAX = math.log(np.finfo(float).max)
+
+
+def _whittle_indices(
+    p: float,
+    q: float,
+    d: float,
+    nmax: int,
+    cost: str | Callable[[np.ndarray], np.ndarray],
+    beta: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """W(0..nmax) (:func:`whittle_indices`) and log W where W is beyond the float range
+    (there W = +∞; elsewhere NaN)."""
     p, q, d = _validated(p, q, d)
     nmax = int_arg("nmax", nmax, 0)
     C = _cost_array(nmax + 1, q, d, cost, beta)
     P_pas, P_act = arm_matrices(nmax + 2, p, q, d)
     down_act = np.cumsum(P_act, axis=1)  # P(i → ≤ k) under the active action
     topdown: dict[int, np.ndarray] = {}
+    logdown: dict[int, np.ndarray] = {}
     out = np.empty(nmax + 1)
+    logs = np.full(nmax + 1, np.nan)
     for m in range(nmax + 1):
         size = m + 2
         P = P_act[:size, :size].copy()  # φ_{m+1}: active on 0..m, passive at m+1
@@ -290,8 +345,45 @@ def whittle_indices(
                     topdown[k] = _threshold_topdown(k, P_pas, P_act, down_act)
             lo, hi = topdown[m], topdown[m + 1]
             dE = float(hi @ C[: m + 2] - lo @ C[: m + 1])
-            out[m] = dE / ((q / p) * (lo[0] - hi[0]))
-    return out
+            with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+                w = dE / ((q / p) * (lo[0] - hi[0]))
+            if np.isfinite(w):
+                out[m] = w
+                continue
+            # W is beyond the float range: π(0) ~ r^(−m) underflowed. Its logarithm, from
+            # the same recursion in logarithms (was: a division by zero, an overflow, and
+            # two bare RuntimeWarnings in the user's JSON).
+            for k in (m, m + 1):
+                if k not in logdown:
+                    logdown[k] = _threshold_topdown_log(k, P_pas, P_act, down_act)
+            llo, lhi = logdown[m][0], logdown[m + 1][0]
+            if not (dE > 0 and llo > lhi):  # not an increasing cost: no order to keep
+                out[m] = math.copysign(math.inf, dE) if dE != 0 else math.nan
+                continue
+            log_w = math.log(dE) - math.log(q / p) - (llo + math.log1p(-math.exp(lhi - llo)))
+            out[m] = math.exp(log_w) if log_w < _LOG_MAX else math.inf
+            if math.isinf(out[m]):
+                logs[m] = log_w
+    return out, logs
+
+
+def _threshold_topdown_log(
+    m: int, P_pas: np.ndarray, P_act: np.ndarray, down_act: np.ndarray
+) -> np.ndarray:
+    """log π of φ_m by the recursion of :func:`_threshold_topdown` in logarithms: exact where
+    π(0) is below the smallest float."""
+    down = down_act[: m + 1, : m + 1].copy()
+    down[m] = np.cumsum(P_pas[m, : m + 1])
+    with np.errstate(divide="ignore"):
+        log_down = np.log(down)
+    lx = np.full(m + 1, -np.inf)
+    lx[m] = 0.0
+    for j in range(m, 0, -1):
+        terms = lx[j:] + log_down[j:, j - 1]
+        top = terms.max()
+        lx[j - 1] = top + math.log(np.exp(terms - top).sum()) - math.log(P_act[j - 1, j])
+    top = lx.max()
+    return lx - (top + math.log(np.exp(lx - top).sum()))
 
 
 def _threshold_topdown(

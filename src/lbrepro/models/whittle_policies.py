@@ -48,6 +48,7 @@ __all__ = [
     "simulate",
     "simulate_summary",
     "solve_summary",
+    "whittle_routing",
 ]
 
 POLICIES = ("optimal", "whittle", "jsq", "jsew", "rsa")
@@ -71,6 +72,21 @@ def priorities(system: System, policy: str, nmax: int) -> np.ndarray:
     if policy == "jsew":
         return np.array([(n + 1) / q for q in system.q])
     raise ConfigError("policy", f"not an index policy: {policy!r}")
+
+
+def whittle_routing(system: System, nmax: int) -> np.ndarray:
+    """The Whittle policy's routing table on n = 0..nmax: the indices, or, when some index is
+    beyond the float range (p > q_k, deep states), asinh of every server's indices, which
+    routes the same (asinh is increasing) and keeps their order there (was: +∞ for all of
+    them, a tie sent to the larger q, then to the first server, whichever queue was
+    shorter)."""
+    pairs = [
+        arm.whittle_indices_and_ranks(system.p, q, d, nmax, system.cost, system.beta)
+        for q, d in zip(system.q, system.d, strict=True)
+    ]
+    W = np.array([w for w, _ in pairs])
+    ranks = np.array([r for _, r in pairs])
+    return ranks if bool((np.isinf(W) & np.isfinite(ranks)).any()) else W
 
 
 def rsa_cost(system: System, nmax: int = 200, tol: float = 1e-13) -> float:
@@ -179,8 +195,14 @@ def compare_policies(
             found[policy] = {"cost": rsa_cost(system), "mass": 0.0}
             continue
         else:
-            entry["prio"] = priorities(system, policy, chain.B)
-            route = chain.index_route(entry["prio"])
+            # Whittle as the simulation routes it (indices past the float range in order)
+            prio = (
+                whittle_routing(system, chain.B)
+                if policy == "whittle"
+                else priorities(system, policy, chain.B)
+            )
+            entry["prio"] = prio
+            route = chain.index_route(prio)
         ev = chain.evaluate(route)
         found[policy] = entry | {
             "cost": ev["cost"],
@@ -275,7 +297,9 @@ def simulate(
         B = costs.B
         table = np.argmax(costs.route["optimal"], axis=0).astype(np.int64).ravel()
         prio = priorities(system, "jsew", prio_nmax)
-    elif policy in ("whittle", "jsq", "jsew"):
+    elif policy == "whittle":
+        kind, prio = ROUTE_INDEX, whittle_routing(system, prio_nmax)
+    elif policy in ("jsq", "jsew"):
         kind, prio = ROUTE_INDEX, priorities(system, policy, prio_nmax)
     else:
         raise ConfigError("policy", f"unknown policy {policy!r}; known: {', '.join(POLICIES)}")
