@@ -2771,13 +2771,121 @@ def test_report_of_other_rendering_code_is_stale(
         with open(templates / "index.html.j2", "a", encoding="utf-8") as fh:
             fh.write("{# one more line #}\n")
     else:
-        digest = pipeline.package_digest
+        digest = pipeline.code_digest
         monkeypatch.setattr(
-            pipeline, "package_digest", lambda p: "0" * 12 if p == "lbrepro.report" else digest(p)
+            pipeline, "code_digest", lambda p: "0" * 12 if p == "lbrepro.report" else digest(p)
         )
     stale = {path: why for path, why, _ in pipeline.stale_outputs(the_plan)}
     assert set(stale) == {"report/index.html", "report/config.yaml"}, stale
     assert all(why.startswith("made by other code") for why in stale.values()), stale
+
+
+#: An artifact's code version covers every lbrepro module it runs, not only its paper's
+#: package (was: a changed kernel, model or statistic left every result in place — `snakemake`
+#: said "Nothing to be done" after the slotted kernel and the Whittle indices changed).
+FAKE_PACKAGE = {
+    "fakepkg/__init__.py": "",
+    "fakepkg/artifacts/__init__.py": "",
+    "fakepkg/artifacts/paper/__init__.py": "from fakepkg.models import model\n",
+    "fakepkg/artifacts/paper/figure.py": "def draw():\n    from ...plotting import style\n",
+    "fakepkg/artifacts/paper/data.yaml": "a: 1\n",
+    "fakepkg/models/__init__.py": "",
+    "fakepkg/models/model.py": "from . import kernel\n\ndef solve():\n    import fakepkg.stats\n",
+    "fakepkg/models/kernel.py": "X = 1\n",
+    "fakepkg/stats.py": "Y = 1\n",
+    "fakepkg/plotting/__init__.py": "",
+    "fakepkg/plotting/style.py": "Z = 1\n",
+    "fakepkg/unrelated.py": "W = 1\n",
+}  # fmt: skip
+#: (file edited, whether the paper's code version changes)
+CODE_EDITS = [
+    ("fakepkg/models/kernel.py", True),  # imported by a module the paper imports
+    ("fakepkg/stats.py", True),  # a lazy import, inside a function
+    ("fakepkg/plotting/style.py", True),  # a relative import, two levels up
+    ("fakepkg/artifacts/paper/data.yaml", True),  # the paper's own data
+    ("fakepkg/artifacts/__init__.py", True),  # a parent package, run first
+    ("fakepkg/unrelated.py", False),  # imported by nothing the paper runs
+]
+
+
+@pytest.mark.parametrize(("edited", "changes"), CODE_EDITS, ids=[c[0] for c in CODE_EDITS])
+def test_code_version_covers_every_module_an_artifact_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edited: str, changes: bool
+) -> None:
+    from lbrepro.core import manifest
+
+    for rel, text in FAKE_PACKAGE.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in [m for m in sys.modules if m.split(".")[0] == "fakepkg"]:
+        monkeypatch.delitem(sys.modules, name)  # another case's tree
+
+    def digest() -> str:
+        manifest.import_closure.cache_clear()
+        manifest.code_digest.cache_clear()
+        return manifest.code_digest("fakepkg.artifacts.paper")
+
+    try:
+        before = digest()
+        with open(tmp_path / edited, "a", encoding="utf-8") as fh:
+            fh.write("# edited\n")
+        assert (digest() != before) is changes, edited
+    finally:
+        manifest.import_closure.cache_clear()
+        manifest.code_digest.cache_clear()
+
+
+def test_code_version_holds_every_module_an_artifacts_import_loads() -> None:
+    """What importing a paper's package loads (in a fresh interpreter) is in its code version's
+    files: the source walk misses no import."""
+    from lbrepro.artifacts import registry
+    from lbrepro.core.manifest import import_closure
+
+    packages = sorted(
+        {".".join(a.compute.__module__.split(".")[:3]) for a in registry.all_artifacts()}
+    )
+    assert len(packages) >= 6, packages
+    for package in packages:
+        probe = (
+            "import importlib, sys, json; importlib.import_module(sys.argv[1]); "
+            "print(json.dumps(sorted(m.__file__ for n, m in list(sys.modules.items()) "
+            "if n.split('.')[0] == 'lbrepro' and getattr(m, '__file__', None))))"
+        )
+        run = subprocess.run(
+            [sys.executable, "-c", probe, package], capture_output=True, text=True, check=True
+        )
+        loaded = {Path(f).resolve() for f in json.loads(run.stdout)}
+        closure = {f.resolve() for f in import_closure(package)}
+        assert loaded <= closure, (package, sorted(map(str, loaded - closure)))
+        if package.endswith(".whittle"):
+            names = {f.as_posix().split("lbrepro/")[-1] for f in closure}
+            assert {"models/whittle.py", "sim/slotted_lps.py", "core/stats.py"} <= names
+
+
+@pytest.mark.slow
+def test_results_of_other_shared_code_are_stale(
+    tiny_runs: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A finished run, then a change in code its artifact runs (its code version's digest):
+    every output of that artifact is stale, "made by other code"; nothing is kept."""
+    from conftest import ROOT
+    from lbrepro import pipeline
+
+    tree = _copy_of(tiny_runs, tmp_path)
+    monkeypatch.chdir(tree)
+    the_plan = pipeline.plan(yaml.safe_load(TINY_RUN), ROOT / "report" / "templates")
+    assert list(pipeline.stale_outputs(the_plan)) == []
+    digest = pipeline.code_digest
+    monkeypatch.setattr(
+        pipeline,
+        "code_digest",
+        lambda p: "0" * 12 if p == "lbrepro.artifacts.supermarket" else digest(p),
+    )
+    the_plan = pipeline.plan(yaml.safe_load(TINY_RUN), ROOT / "report" / "templates")
+    stale = {path: why for path, why, _ in pipeline.stale_outputs(the_plan)}
+    for rel in (TAIL_JOB, TAIL_TABLE, TAIL_CHECKS, TAIL_FIGURE):
+        assert stale.get(rel, "").startswith("made by other code"), (rel, stale)
 
 
 #: `lbrepro diff` is a consumer too: a checks file that is not what its run wrote (a verdict

@@ -24,7 +24,7 @@ from lbrepro.core.claims import check_runs, write_checks
 from lbrepro.core.errors import ConfigError, LbreproError
 from lbrepro.core.ids import check_point_ids
 from lbrepro.core.io import read_table, write_table
-from lbrepro.core.manifest import package_digest, params_digest, verify, write_digest
+from lbrepro.core.manifest import code_digest, params_digest, verify, write_digest
 from lbrepro.core.packing import pack_points
 from lbrepro.core.rng import stream
 from lbrepro.core.rows import SIMULATED, check_table
@@ -158,13 +158,15 @@ class Plan:
 
 def code_version(artifact_id: str) -> str:
     """The code that computes, checks and draws an artifact: lbrepro's version and the SHA-256
-    (12 hex digits) of its paper package's files (lbrepro.artifacts.<paper>). An edit of that
-    package makes the artifact's results stale; shared layers (models, sim) are named by the
-    version only — a cheap, honest bound of what a file's record can prove."""
+    (12 hex digits) of its paper package's files (lbrepro.artifacts.<paper>) and of every
+    lbrepro module they import, transitively (:func:`lbrepro.core.manifest.code_digest`). An
+    edit of any of them — the model's equations, a kernel, the statistics, the figure style —
+    makes the artifact's results stale (was: the paper package only; a changed kernel or model
+    left every result in place, "Nothing to be done")."""
     import lbrepro
 
     module = registry.get(artifact_id).compute.__module__
-    return f"{lbrepro.__version__}+{package_digest('.'.join(module.split('.')[:3]))}"
+    return f"{lbrepro.__version__}+{code_digest('.'.join(module.split('.')[:3]))}"
 
 
 def _made_by(config: Mapping[str, Any], artifact_id: str, params: Any) -> dict[str, Any]:
@@ -188,7 +190,7 @@ def report_made_by(
     checks and figures it shows carry their own records, verified at render.)"""
     import lbrepro
 
-    code = f"{lbrepro.__version__}+{package_digest('lbrepro.report')}"
+    code = f"{lbrepro.__version__}+{code_digest('lbrepro.report')}"
     if templates is not None:
         code += f"+{templates_digest(templates)}"
     return {

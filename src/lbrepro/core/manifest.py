@@ -27,6 +27,7 @@ editor) and edits made without the pipeline.
 
 from __future__ import annotations
 
+import ast
 import functools
 import hashlib
 import importlib.util
@@ -40,8 +41,10 @@ from lbrepro.core.io import atomic_write_text, read_regular_bounded
 
 __all__ = [
     "DIGEST_SUFFIX",
+    "code_digest",
     "digest_path",
     "file_sha256",
+    "import_closure",
     "package_digest",
     "params_digest",
     "read_digest",
@@ -66,6 +69,103 @@ def package_digest(package: str) -> str:
     h = hashlib.sha256()
     files = root.rglob("*") if spec.submodule_search_locations else [Path(spec.origin)]
     for path in sorted(f for f in files if f.suffix in (".py", ".yaml", ".json") and f.is_file()):
+        h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:12]
+
+
+def _package_root(name: str) -> Path | None:
+    """The directory of the top-level package of module ``name`` (found without importing
+    anything below it)."""
+    spec = importlib.util.find_spec(name.split(".")[0])
+    if spec is None or spec.origin is None or not spec.submodule_search_locations:
+        return None
+    return Path(spec.origin).parent
+
+
+def _module_file(root: Path, top: str, name: str) -> Path | None:
+    """The source file of module ``name`` under package ``top`` at ``root`` (its directory),
+    found on disk without importing it: ``<root>/a/b.py`` or ``<root>/a/b/__init__.py``."""
+    parts = name.split(".")
+    if parts[0] != top:
+        return None
+    base = root.joinpath(*parts[1:])
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _imported_names(path: Path, module: str) -> set[str]:
+    """Every module name ``path`` (module ``module``) imports, at module level or inside a
+    function (a lazy import is still code the module runs), relative imports resolved; for
+    ``from a import b`` both ``a`` and ``a.b`` (b may be a submodule)."""
+    tree = ast.parse(path.read_bytes(), filename=str(path))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join([*anchor, base] if base else anchor)
+            names.add(base)
+            names.update(f"{base}.{alias.name}" for alias in node.names)
+    return names
+
+
+@functools.cache
+def import_closure(package: str) -> tuple[Path, ...]:
+    """The files that make up ``package``'s code: its own source and data files (.py, .yaml,
+    .json) and the source of every module of the same top-level package it imports,
+    transitively (the parents' ``__init__.py`` too, which run first) — found by reading the
+    sources, not by importing them. What an artifact's numbers can depend on inside lbrepro."""
+    root = _package_root(package)
+    origin = None if root is None else _module_file(root, package.split(".")[0], package)
+    if root is None or origin is None:
+        return ()
+    top = package.split(".")[0]
+    own = origin.parent if origin.name == "__init__.py" else origin
+    files = {
+        f
+        for f in (own.rglob("*") if own.is_dir() else [own])
+        if f.suffix in (".py", ".yaml", ".json") and f.is_file()
+    }
+    pieces = package.split(".")
+    for i in range(1, len(pieces)):  # the packages above it, whose __init__ runs first
+        parent = _module_file(root, top, ".".join(pieces[:i]))
+        if parent is not None:
+            files.add(parent)
+    todo = [f for f in files if f.suffix == ".py"]
+    seen = set(todo)
+    while todo:
+        path = todo.pop()
+        rel = path.relative_to(root).with_suffix("")
+        parts = [top, *rel.parts]
+        module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        for name in _imported_names(path, module):
+            # the module and the packages above it, whose __init__ runs on import
+            pieces = name.split(".")
+            for i in range(1, len(pieces) + 1):
+                found = _module_file(root, top, ".".join(pieces[:i]))
+                if found is not None and found not in seen:
+                    seen.add(found)
+                    todo.append(found)
+    return tuple(sorted(files | seen))
+
+
+@functools.cache
+def code_digest(package: str) -> str:
+    """SHA-256 (12 hex digits) of :func:`import_closure` (paths and bytes): a change in any
+    module ``package`` runs — a model's equations, a kernel, the statistics — changes it."""
+    files = import_closure(package)
+    root = _package_root(package)
+    if not files or root is None:
+        return "unknown"
+    h = hashlib.sha256()
+    for path in files:
         h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()[:12]
 
