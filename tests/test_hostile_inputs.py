@@ -2865,10 +2865,14 @@ def test_code_version_holds_every_module_an_artifacts_import_loads() -> None:
 
 @pytest.mark.slow
 def test_results_of_other_shared_code_are_stale(
-    tiny_runs: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tiny_runs: dict[str, Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """A finished run, then a change in code its artifact runs (its code version's digest):
-    every output of that artifact is stale, "made by other code"; nothing is kept."""
+    every output of that artifact is stale, "made by other code"; nothing is kept; the run
+    says so in one line for the change, not one per file (was: 265 lines after an update)."""
     from conftest import ROOT
     from lbrepro import pipeline
 
@@ -2886,6 +2890,12 @@ def test_results_of_other_shared_code_are_stale(
     stale = {path: why for path, why, _ in pipeline.stale_outputs(the_plan)}
     for rel in (TAIL_JOB, TAIL_TABLE, TAIL_CHECKS, TAIL_FIGURE):
         assert stale.get(rel, "").startswith("made by other code"), (rel, stale)
+    capsys.readouterr()
+    removed = pipeline.remove_stale_outputs(the_plan)
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and "made by other code" in lines[0], lines
+    assert lines[0].startswith(f"lbrepro: {len(stale)} outputs in "), lines
+    assert all(not os.path.lexists(tree / rel) for rel in stale) and set(stale) <= set(removed)
 
 
 #: `lbrepro diff` is a consumer too: a checks file that is not what its run wrote (a verdict

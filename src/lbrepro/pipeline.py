@@ -587,17 +587,11 @@ def remove_stale_outputs(
         raise OutputError(next(iter(folders.values())))
     for line in folders.values():
         print(f"lbrepro: {line}", file=sys.stderr)
-    for path, why, made_from_it in stale:
-        if dry_run:
-            if path not in folders:
-                print(f"lbrepro: {path}: {why}; a run makes it again", file=sys.stderr)
-            continue
-        again = (
-            "made again by this run if its targets need it, else by the next full run"
-            if targeted
-            else "this run makes it again"
-        )
-        print(f"lbrepro: {path}: {why}; removed, {again}", file=sys.stderr)
+    for line in _stale_lines(stale, folders, dry_run=dry_run, targeted=targeted):
+        print(f"lbrepro: {line}", file=sys.stderr)
+    if dry_run:
+        return removed
+    for path, _, made_from_it in stale:
         for victim in (path, *made_from_it):
             if victim in removed or not os.path.lexists(victim):
                 continue
@@ -606,6 +600,42 @@ def remove_stale_outputs(
                 _remove(digest_path(victim))
             removed.append(victim)
     return removed
+
+
+def _stale_lines(
+    stale: Sequence[tuple[str, str, tuple[str, ...]]],
+    folders: Mapping[str, str],
+    *,
+    dry_run: bool,
+    targeted: bool,
+) -> list[str]:
+    """One line per stale output (``PATH: why; removed, …``), except outputs made by other
+    code, one line per code change: after an update of lbrepro every output of a paper is
+    stale for one reason, and a line per file buried the run's start (265 lines)."""
+    if dry_run:
+        again, them = "a run makes it again", "a run makes them again"
+    elif targeted:
+        again = "removed, made again by this run if its targets need it, else by the next full run"
+        them = again.replace("need it", "need them")
+    else:
+        again, them = "removed, this run makes it again", "removed, this run makes them again"
+    shown = [(path, why) for path, why, _ in stale if not (dry_run and path in folders)]
+    by_code: dict[str, list[str]] = {}
+    for path, why in shown:
+        if why.startswith("made by other code"):
+            by_code.setdefault(why, []).append(path)
+    lines = []
+    for path, why in shown:
+        paths = by_code.get(why, [path])
+        if len(paths) == 1:
+            lines.append(f"{path}: {why}; {again}")
+        elif path == paths[0]:
+            places = sorted({os.path.dirname(p) for p in paths})
+            where = ", ".join(places[:3]) + (
+                f" and {len(places) - 3} more" if len(places) > 3 else ""
+            )
+            lines.append(f"{len(paths)} outputs in {where}: {why}; {them}")
+    return lines
 
 
 class OutputError(LbreproError):
