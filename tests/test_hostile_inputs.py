@@ -2384,6 +2384,9 @@ def test_mtime_triggers_and_another_seed_give_a_report_of_that_seed(
     tree = _copy_of(tiny_runs, tmp_path)
     run = _tiny(tree, "--rerun-triggers", "mtime", "--config", "seed=5")
     assert run.returncode == 0, run.stderr[-3000:]
+    said = [ln for ln in run.stderr.splitlines() if "made with seed" in ln]  # one, not per file
+    assert len(said) == 1 and said[0].startswith("lbrepro: "), said
+    assert f"made with seed {TINY_SEED}, not 5; removed" in said[0] and " outputs in " in said[0]
     assert yaml.safe_load((tree / "report" / "config.yaml").read_text())["seed"] == 5
     assert '<th scope="row">seed</th><td><code>5</code>' in (tree / "report/index.html").read_text()
     for rel in (TAIL_JOB, TAIL_TABLE):

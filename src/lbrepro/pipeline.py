@@ -610,8 +610,9 @@ def _stale_lines(
     targeted: bool,
 ) -> list[str]:
     """One line per stale output (``PATH: why; removed, …``), except outputs made by other
-    code, one line per code change: after an update of lbrepro every output of a paper is
-    stale for one reason, and a line per file buried the run's start (265 lines)."""
+    code, another seed or other parameters: one line for all that share the reason. After an
+    update of lbrepro, or with another seed, every output is stale for one reason, and a line
+    per file buried the run's start (265 lines)."""
     if dry_run:
         again, them = "a run makes it again", "a run makes them again"
     elif targeted:
@@ -622,7 +623,7 @@ def _stale_lines(
     shown = [(path, why) for path, why, _ in stale if not (dry_run and path in folders)]
     by_code: dict[str, list[str]] = {}
     for path, why in shown:
-        if why.startswith("made by other code"):
+        if why.startswith(("made by other code", "made with ")):
             by_code.setdefault(why, []).append(path)
     lines = []
     for path, why in shown:
