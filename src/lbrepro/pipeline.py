@@ -621,13 +621,13 @@ def _stale_lines(
     else:
         again, them = "removed, this run makes it again", "removed, this run makes them again"
     shown = [(path, why) for path, why, _ in stale if not (dry_run and path in folders)]
-    by_code: dict[str, list[str]] = {}
+    by_reason: dict[str, list[str]] = {}
     for path, why in shown:
         if why.startswith(("made by other code", "made with ")):
-            by_code.setdefault(why, []).append(path)
+            by_reason.setdefault(why, []).append(path)
     lines = []
     for path, why in shown:
-        paths = by_code.get(why, [path])
+        paths = by_reason.get(why, [path])
         if len(paths) == 1:
             lines.append(f"{path}: {why}; {again}")
         elif path == paths[0]:
