@@ -65,10 +65,22 @@ def package_digest(package: str) -> str:
     spec = importlib.util.find_spec(package)
     if spec is None or spec.origin is None:
         return "unknown"
-    root = Path(spec.origin).parent
+    origin = Path(spec.origin)
+    return _files_digest(
+        origin.parent, _source_files(origin.parent if spec.submodule_search_locations else origin)
+    )
+
+
+def _source_files(path: Path) -> set[Path]:
+    """The source and data files (.py, .yaml, .json) of a package's folder, or a module file."""
+    candidates = path.rglob("*") if path.is_dir() else [path]
+    return {f for f in candidates if f.suffix in (".py", ".yaml", ".json") and f.is_file()}
+
+
+def _files_digest(root: Path, files: set[Path] | Sequence[Path]) -> str:
+    """SHA-256 (12 hex digits) of ``files`` in sorted order, each named relative to ``root``."""
     h = hashlib.sha256()
-    files = root.rglob("*") if spec.submodule_search_locations else [Path(spec.origin)]
-    for path in sorted(f for f in files if f.suffix in (".py", ".yaml", ".json") and f.is_file()):
+    for path in sorted(files):
         h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()[:12]
 
@@ -127,12 +139,7 @@ def import_closure(package: str) -> tuple[Path, ...]:
     if root is None or origin is None:
         return ()
     top = package.split(".")[0]
-    own = origin.parent if origin.name == "__init__.py" else origin
-    files = {
-        f
-        for f in (own.rglob("*") if own.is_dir() else [own])
-        if f.suffix in (".py", ".yaml", ".json") and f.is_file()
-    }
+    files = _source_files(origin.parent if origin.name == "__init__.py" else origin)
     pieces = package.split(".")
     for i in range(1, len(pieces)):  # the packages above it, whose __init__ runs first
         parent = _module_file(root, top, ".".join(pieces[:i]))
@@ -164,10 +171,7 @@ def code_digest(package: str) -> str:
     root = _package_root(package)
     if not files or root is None:
         return "unknown"
-    h = hashlib.sha256()
-    for path in files:
-        h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()[:12]
+    return _files_digest(root, files)
 
 
 def digest_path(path: str | Path) -> Path:

@@ -73,7 +73,6 @@ __all__ = [
     "solve",
     "subsidy_policy",
     "threshold_stationary",
-    "whittle_index_ranks",
     "whittle_indices",
     "whittle_indices_and_ranks",
     "whittle_indices_naive",
@@ -262,26 +261,9 @@ def whittle_indices(
     A state that cannot be reached from below (q = 1, m ≥ 2: one job surely leaves per slot)
     has A^{m+1} = A^m; its index is undefined and returned as +∞. An index beyond the float
     range (p > q: W(m) grows like r^m, past 1.8e308 from m ≈ 156 at p = 0.99, q = 0.5, d = 1)
-    is +∞ too; :func:`whittle_index_ranks` keeps the order of such indices.
+    is +∞ too; :func:`whittle_indices_and_ranks` keeps the order of such indices.
     """
     return _whittle_indices(p, q, d, nmax, cost, beta)[0]
-
-
-def whittle_index_ranks(
-    p: float,
-    q: float,
-    d: float,
-    nmax: int = 20,
-    cost: str | Callable[[np.ndarray], np.ndarray] = "linear",
-    beta: float = 0.0,
-) -> np.ndarray:
-    """asinh W(0..nmax): the indices' order, finite also where W is beyond the float range.
-
-    asinh is increasing, so a smallest-index rule routes the same on W and on asinh W; for
-    W ≥ 1e8 it is log(2W) to double precision, which is how an index past 1.8e308 is given
-    (from its logarithm). Undefined indices stay +∞.
-    """
-    return whittle_indices_and_ranks(p, q, d, nmax, cost, beta)[1]
 
 
 def whittle_indices_and_ranks(
@@ -292,7 +274,13 @@ def whittle_indices_and_ranks(
     cost: str | Callable[[np.ndarray], np.ndarray] = "linear",
     beta: float = 0.0,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(:func:`whittle_indices`, :func:`whittle_index_ranks`) from one computation."""
+    """(:func:`whittle_indices`, asinh W): the indices and their order, the latter finite also
+    where W is beyond the float range.
+
+    asinh is increasing, so a smallest-index rule routes the same on W and on asinh W; for
+    W ≥ 1e8 it is log(2W) to double precision, which is how an index past 1.8e308 is given
+    (from its logarithm). Undefined indices stay +∞.
+    """
     W, logs = _whittle_indices(p, q, d, nmax, cost, beta)
     ranks = np.arcsinh(W)
     beyond = ~np.isnan(logs)
@@ -372,10 +360,8 @@ def _threshold_topdown_log(
 ) -> np.ndarray:
     """log π of φ_m by the recursion of :func:`_threshold_topdown` in logarithms: exact where
     π(0) is below the smallest float."""
-    down = down_act[: m + 1, : m + 1].copy()
-    down[m] = np.cumsum(P_pas[m, : m + 1])
     with np.errstate(divide="ignore"):
-        log_down = np.log(down)
+        log_down = np.log(_cut_down(m, P_pas, down_act))
     lx = np.full(m + 1, -np.inf)
     lx[m] = 0.0
     for j in range(m, 0, -1):
@@ -394,13 +380,19 @@ def _threshold_topdown(
     The chain is skip-free upwards, so across the cut {0..j−1} | {j..m}
     π_{j−1} P(j−1 → j) = Σ_{i ≥ j} π_i P(i → ≤ j−1).
     """
-    down = down_act[: m + 1, : m + 1].copy()  # down[i, k] = P(i → ≤ k)
-    down[m] = np.cumsum(P_pas[m, : m + 1])
+    down = _cut_down(m, P_pas, down_act)
     x = np.zeros(m + 1)
     x[m] = 1.0
     for j in range(m, 0, -1):
         x[j - 1] = float(x[j:] @ down[j:, j - 1]) / P_act[j - 1, j]
     return x / x.sum()
+
+
+def _cut_down(m: int, P_pas: np.ndarray, down_act: np.ndarray) -> np.ndarray:
+    """down[i, k] = P(i → ≤ k) under φ_m (active on 0..m−1, passive at m), on 0..m."""
+    down = down_act[: m + 1, : m + 1].copy()
+    down[m] = np.cumsum(P_pas[m, : m + 1])
+    return down
 
 
 def whittle_indices_naive(
