@@ -87,6 +87,13 @@ def test_claim_filters_in_chromium(tmp_path: Path, browser: None) -> None:
     out = tree.render()
 
     with open_page(out, user_data_dir=tmp_path / "chrome-profile") as driver:
+        # A reader who asks for less motion (as this browser does) jumps, not glides.
+        assert (
+            driver.execute_script(
+                "return getComputedStyle(document.documentElement).scrollBehavior"
+            )
+            == "auto"
+        )
         # Every claim is folded under "All claims": closed, none is shown; a reader opens it.
         assert driver.execute_script(_VISIBLE_JS) == []
         # Following the contents' link to "All claims" opens the fold.
