@@ -146,7 +146,10 @@ def simulate(
     if start == "fixed_point":
         xq = queueing_fixed_point(lam, mu2, mu1, d1)
         stable_nq = [p.x for p in no_queueing_roots(lam, mu2, mu1, d1) if p.stable]
-        init = xq if xq is not None else stable_nq[0]
+        # At λ = μ2 exactly (the bifurcation) with d1 below d*, neither branch has a point of
+        # its own: both end in one type-II job at every server (x01 = 1, ρ' = 0), the start
+        # "type2" (was: an IndexError traceback).
+        init = xq if xq is not None else stable_nq[0] if stable_nq else "type2"
     elif start not in ("empty", "type2"):
         raise ConfigError("start", f"must be fixed_point, empty or type2, got {start!r}")
     r = simulate_affinity(
