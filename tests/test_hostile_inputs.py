@@ -1164,6 +1164,9 @@ CONSTANT_CASES = [
 REAL_RUNS = [
     ("supermarket-N1-p_wait", ["supermarket", "--lam", "0.5", "--d", "2", "--N", "1",
                                "--horizon", "100"]),
+    # Long enough to converge (N·T/τ ≥ 500 relaxation times): its intervals are shown.
+    ("supermarket-N1-p_wait-converged", ["supermarket", "--lam", "0.5", "--d", "2", "--N", "1",
+                                         "--horizon", "2e4"]),
     ("hetero-route", ["hetero", "--lam", "0.01", "--gamma", "0.999,0.001", "--C", "1,100",
                       "--d", "2,2", "--N", "1000", "--horizon", "20"]),
     ("supermarket-N1-never-empties", ["supermarket", "--lam", "0.99", "--d", "1", "--N", "1",
@@ -1290,7 +1293,9 @@ def test_cli_real_runs_report_honest_fractions(
         waits = data["p_wait"] * data["arrivals"]
         assert waits == pytest.approx(round(waits), abs=1e-6), (data["p_wait"], data["arrivals"])
     assert data["u"][0][0] == 1.0 and "u[0][0]" not in unresolved
-    if data["N"] == 1 and data["p_wait"] is not None and "u[0][1]" not in unresolved:
+    if data["converged"] is False:  # no honest interval: none shown
+        assert all(ci is None for ci in data["ci"].values()), data["ci"]
+    elif data["N"] == 1 and data["p_wait"] is not None and "u[0][1]" not in unresolved:
         (p_low, p_high), u1 = data["ci"]["p_wait"], data["u"][0][1]
         u_low, u_high = data["ci"]["u"][0][0][1], data["ci"]["u"][1][0][1]
         slack = (p_high - p_low) / 2 + (u_high - u_low) / 2
@@ -1405,6 +1410,79 @@ def test_cli_whittle_short_run_near_capacity_fails_work_conservation(
     assert "warnings" not in data, data  # was: two bare RuntimeWarnings (indices past 1e308)
 
 
+def _unconverged(result: dict[str, Any]) -> dict[str, Any]:
+    """``result`` flagged as a run with no honest interval (the relaxation check)."""
+    return json.loads(json.dumps(result)) | {"converged": False}
+
+
+# A run flagged converged = False has no honest interval: the pipeline's figures and summaries
+# leave its intervals out (was: the command line printed them, a warning at the very end).
+# (model, arguments, a sound result of that model, an estimate to look at)
+UNCONVERGED_CASES = [
+    ("supermarket", ["--lam", "0.7", "--d", "2"], _occupancy(0.7, 0.01), "mean_jobs"),
+    ("hetero", HETERO, _occupancy(0.7, 0.01), "mean_jobs"),
+    ("general", ["--lam", "0.7", "--d", "2"], _general(0.7, 0.01), "mean_jobs"),
+    ("whittle", ["--p", "0.7", "--q", "0.5,0.5", "--d", "1,1"], _whittle(0.7), "mean_cost"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("name", "argv", "sound", "estimate"), UNCONVERGED_CASES, ids=[c[0] for c in UNCONVERGED_CASES]
+)
+def test_cli_run_not_converged_shows_no_interval(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    name: str,
+    argv: list[str],
+    sound: dict[str, Any],
+    estimate: str,
+) -> None:
+    """Flagged not converged: every interval is null in the JSON, the table says why in its
+    place, the values stay, and one stderr line says so; the same result converged keeps its
+    intervals and says nothing of the kind."""
+    run = ["--horizon", "1000"] if name == "whittle" else SIM_ARGS
+    for result, converged in ((_unconverged(sound), False), (sound, True)):
+        _canned(monkeypatch, name, result)
+        assert cli.main(["simulate", name, *argv, *run, "--format", "json"]) == 0
+        out, err = capsys.readouterr()
+        data = json.loads(out)
+        assert data[estimate] == sound[estimate]
+        shown = [ci for ci in data["ci"].values() if ci is not None]
+        assert (shown == []) is not converged, data["ci"]
+        assert ("no interval is shown" in err) is not converged, err
+        assert cli.main(["simulate", name, *argv, *run, "--format", "table"]) == 0
+        table = capsys.readouterr().out
+        row = next(line for line in table.splitlines() if line.startswith(estimate + " "))
+        assert row.endswith("not converged: no CI") is not converged, row
+        assert ("[" in row) is converged, row
+
+
+def test_cli_heavy_tailed_run_shows_no_interval(capsys: pytest.CaptureFixture[str]) -> None:
+    """Infinite-variance service (Lomax α = 1.5): the queue lengths are long-range dependent,
+    no batch-means interval covers, and the run says ``converged: false`` with none shown
+    (was: no flag at all, and mean_jobs 2.75 [2.26, 3.23])."""
+    argv = ["simulate", "general", "--dist", "lomax:1.5", "--lam", "0.7", "--d", "2"]
+    assert cli.main([*argv, "--N", "10", "--horizon", "500", "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    data = json.loads(out)
+    assert data["converged"] is False and data["mean_jobs"] > 0
+    assert all(ci is None for ci in data["ci"].values()), data["ci"]
+    assert "no interval is shown" in err
+
+
+def test_cli_affinity_at_the_bifurcation_starts_where_both_branches_meet(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """λ = μ2 exactly with d1 below d*: neither fixed-point branch has a point of its own
+    (was: an IndexError traceback for the default start); the run starts where both end, one
+    type-II job at every server, and the fraction of servers with a type-II job is near 1."""
+    argv = ["simulate", "affinity", "--lam", "0.5", "--d1", "2", "--N", "20", "--horizon", "200"]
+    assert cli.main([*argv, "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["params"]["start"] == "fixed_point" and data["events"] > 0
+    assert sum(data["x_i0"]) + sum(data["x_i1"]) == pytest.approx(1.0, abs=1e-9)
+
+
 def test_cli_whittle_long_run_holds_work_conservation(capsys: pytest.CaptureFixture[str]) -> None:
     """p = 0.5, 10⁵ slots: the served capacity's interval covers p, with no line at all."""
     argv = ["simulate", "whittle", "--p", "0.5", "--q", "0.5,0.5", "--d", "1,1"]
@@ -1434,7 +1512,8 @@ def test_cli_issue_cases_end_to_end(argv: list[str], field: str) -> None:
         timeout=600,
     )
     assert proc.returncode == 0, proc.stderr
-    assert proc.stderr.startswith("lbrepro: warning: ") and proc.stderr.count("\n") == 1
+    lines = proc.stderr.splitlines()
+    assert lines and all(line.startswith("lbrepro: warning: ") for line in lines), lines
     assert field in json.loads(proc.stdout)
 
 

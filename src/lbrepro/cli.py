@@ -325,11 +325,19 @@ def _result_rows(out: dict[str, Any]) -> list[tuple[str, str, str]]:
     """(quantity, value, 95% interval) rows of a result, lists one row per element."""
     import numpy as np
 
+    from lbrepro.core.rows import NO_CI, not_converged
+
     cis = out.get("ci") if isinstance(out.get("ci"), dict) else {}
+    # A run that did not converge: its estimates say why they have no interval.
+    withheld = not_converged(out.get("converged"))
     rows: list[tuple[str, str, str]] = []
 
-    def add(name: str, value: Any, low: Any = None, high: Any = None) -> None:
+    def add(
+        name: str, value: Any, low: Any = None, high: Any = None, estimate: bool = False
+    ) -> None:
         shown = "" if low is None or high is None else f"[{_fmt(low)}, {_fmt(high)}]"
+        if not shown and estimate and withheld and value is not None:
+            shown = NO_CI
         rows.append((name, _fmt(value), shown))
 
     for key, value in out.items():
@@ -341,7 +349,7 @@ def _result_rows(out: dict[str, Any]) -> list[tuple[str, str, str]]:
                     add(f"{key}.{sub}", item)
             continue
         if not isinstance(value, list):
-            add(key, value, *_bounds(value, cis.get(key)))
+            add(key, value, *_bounds(value, cis.get(key)), estimate=key in cis)
             continue
         if any(isinstance(v, dict) for v in value):
             for i, item in enumerate(value[:TABLE_ITEMS]):
@@ -360,7 +368,7 @@ def _result_rows(out: dict[str, Any]) -> list[tuple[str, str, str]]:
                 break
             bounds = (layout[0][index], layout[1][index]) if layout is not None else (None, None)
             bounds = tuple(None if b is None or b != b else float(b) for b in bounds)
-            add(key + "".join(f"[{i}]" for i in index), flat[index], *bounds)
+            add(key + "".join(f"[{i}]" for i in index), flat[index], *bounds, estimate=key in cis)
     return rows
 
 
@@ -820,9 +828,31 @@ def _judge_run(model: Model, kwargs: dict[str, Any], result: dict[str, Any]) -> 
             f"not resolved by this run (constant throughout its {events:.4g} events, reported as "
             f"null): {shown}; {need}"
         )
+    withheld = _withhold_intervals(result)
+    if withheld:
+        shown = ", ".join(withheld[:6]) + (" and more" if len(withheld) > 6 else "")
+        notes.append(
+            "no interval is shown: the run did not converge, so none of its intervals is "
+            f"honest (its warning says why); {shown} have their values alone"
+        )
     if notes:
         result["notes"] = notes
     return result
+
+
+def _withhold_intervals(result: dict[str, Any]) -> list[str]:
+    """A run flagged ``converged = False`` has no honest interval (the relaxation check,
+    :func:`lbrepro.core.rows.not_converged`): its estimates keep their values, their
+    intervals become null, as the pipeline's figures and summaries leave them out; the names
+    of the estimates whose interval was withheld."""
+    from lbrepro.core.rows import not_converged
+
+    cis = result.get("ci")
+    if not isinstance(cis, dict) or not not_converged(result.get("converged")):
+        return []
+    names = [name for name, ci in cis.items() if ci is not None]
+    result["ci"] = dict.fromkeys(cis)
+    return names
 
 
 class _BestEffort(io.TextIOBase):

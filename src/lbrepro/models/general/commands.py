@@ -134,6 +134,12 @@ def simulate_summary(
         },
         "N": r.N,
         "seed": seed,
+        "horizon": r.horizon,
+        "warmup_used": r.warmup_used,
+        "batches": r.batches,
+        # False: no interval of the run is honest (an infinite-variance service, or too few
+        # relaxation times); the command line then shows none.
+        "converged": r.converged,
         "events": r.events_total,
         "events_per_second": r.events_per_second,
     }
