@@ -1596,6 +1596,10 @@ INTERRUPTED = [
     ["simulate", "general", "--dist", "erlang:2", "--lam", "0.9", "--d", "2", "--N", "1000",
      "--horizon", "1e6"],
     ["simulate", "whittle", "--p", "0.5", "--q", "0.5,0.5", "--d", "1,1", "--horizon", "1e9"],
+    ["simulate", "hetero", "--lam", "0.9", "--gamma", "0.5,0.5", "--C", "1,2", "--d", "2,2",
+     "--N", "1000", "--horizon", "1e6", "--progress", "off"],
+    ["simulate", "universality", "--lam", "0.9", "--d", "sqrtN", "--N", "1000", "--horizon",
+     "1e6", "--progress", "off"],
     # Solves: the value iteration of a K-server chain near capacity (minutes), a mean-field ODE
     # within a hair of capacity (its budget's 120 s).
     ["solve", "whittle", "--p", "0.99", "--q", "0.5,0.5", "--d", "1,1"],
@@ -1642,6 +1646,42 @@ def test_ctrl_c_stops_a_simulation_or_a_solve_within_a_second(argv: list[str]) -
     assert proc.returncode == 130 and err == "lbrepro: interrupted\n", err[-2000:]
     assert took < 1.0, took
     assert os.getpid()  # the test process itself was not signalled
+
+
+ENDING_SIGNALS = [signal.SIGTERM, signal.SIGHUP, signal.SIGKILL]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", ENDING_SIGNALS, ids=[s.name for s in ENDING_SIGNALS])
+@pytest.mark.parametrize("argv", [INTERRUPTED[1], INTERRUPTED[6]], ids=["simulate", "solve"])
+def test_a_killed_command_leaves_no_computation_running(
+    argv: list[str], signum: signal.Signals
+) -> None:
+    """``kill`` (SIGTERM), a closed terminal (SIGHUP) or ``kill -9`` on a simulate or solve:
+    the command ends at once by that signal, and so does the process computing for it (was:
+    it ran on, orphaned, to the end of its kernel or of its 120 s budget)."""
+    import time
+
+    import psutil
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lbrepro", *argv],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        preexec_fn=_sigint_default,
+    )
+    deadline = time.monotonic() + 300
+    while not (children := psutil.Process(proc.pid).children()) and time.monotonic() < deadline:
+        assert proc.poll() is None, "the computation ended before it was signalled"
+        time.sleep(0.2)
+    time.sleep(1.0)  # into the kernel
+    assert proc.poll() is None, "the computation ended before it was signalled"
+    proc.send_signal(signum)
+    assert proc.wait(timeout=5) == -signum
+    _, alive = psutil.wait_procs(children, timeout=5)
+    for child in alive:
+        child.kill()
+    assert alive == [], f"{len(alive)} computing process(es) ran on after {signum.name}"
 
 
 # --------------------------------------- lbrepro diff and the report's checks files

@@ -547,12 +547,14 @@ def interruptible(function: Callable[[], Any], seconds: float | None = None) -> 
     if not hasattr(os, "fork"):
         return function()
     read_fd, write_fd = os.pipe()
+    parent = os.getpid()
     pid = os.fork()
     if pid == 0:  # the child: never returns
         code = 0
         try:
             os.close(read_fd)
             signal.signal(signal.SIGINT, signal.SIG_IGN)
+            _die_with(parent)
             try:
                 payload: Any = ("result", function())
             except BaseException as err:  # relayed whatever it is
@@ -570,14 +572,15 @@ def interruptible(function: Callable[[], Any], seconds: float | None = None) -> 
         finally:
             os._exit(code)  # no atexit, no flush of the parent's buffers a second time
     os.close(write_fd)
+    previous = _end_child_on_termination(pid)
     try:
         data = _read_until(read_fd, seconds)
     except BaseException:
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGKILL)
-        with contextlib.suppress(OSError):
-            os.waitpid(pid, 0)
+        _end_child(pid)
         raise
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
     _, status = os.waitpid(pid, 0)
     if not data:
         raise LbreproError(
@@ -592,6 +595,54 @@ def interruptible(function: Callable[[], Any], seconds: float | None = None) -> 
     err.args = error_args
     err.__dict__.update(fields)
     raise err
+
+
+def _end_child(pid: int) -> None:
+    """Kill the child ``pid`` and reap it (it may be gone already)."""
+    import signal
+
+    with contextlib.suppress(OSError):
+        os.kill(pid, signal.SIGKILL)
+    with contextlib.suppress(OSError):
+        os.waitpid(pid, 0)
+
+
+def _end_child_on_termination(pid: int) -> dict[int, Any]:
+    """SIGTERM and SIGHUP (a ``kill``, a closed terminal) end the child ``pid`` first, then
+    this process by the same signal, as it would have ended without the child: the child ran
+    its kernel on, orphaned, for minutes. The handlers replaced (to restore); none off the
+    main thread, where no handler can be set, or where a signal is ignored (``nohup``)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+
+    def end(signum: int, frame: Any) -> None:
+        _end_child(pid)
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    previous = {}
+    for signum in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+        if signum is not None and signal.getsignal(signum) is signal.SIG_DFL:
+            previous[signum] = signal.signal(signum, end)
+    return previous
+
+
+def _die_with(parent: int) -> None:
+    """In the child: end when the parent ``parent`` ends, however it ends (a SIGKILL too, on
+    Linux, through PR_SET_PDEATHSIG), so that no kernel runs on for nobody."""
+    import signal
+
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(Exception):
+            import ctypes
+
+            PR_SET_PDEATHSIG = 1
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # the parent ended before the call above
+        os._exit(1)
 
 
 def _read_until(fd: int, seconds: float | None) -> bytes:
