@@ -161,3 +161,71 @@ def test_a_paper_that_breaks_a_naming_rule_is_one_line(
     out = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120, check=False)
     assert out.returncode == 2, (out.stdout[-500:], out.stderr[-2000:])
     assert out.stderr.count("\n") == 1 and message in out.stderr, out.stderr
+
+
+#: A paper whose own code fails while it is imported: (its ``__init__.py``, the line's start).
+BROKEN_IMPORTS = [
+    ("x = 1\n1 / 0\n", "ZeroDivisionError: division by zero"),
+    ("def f(:\n", "SyntaxError: invalid syntax"),
+    ("raise SystemExit(3)\n", "SystemExit: 3"),
+    ("def deep():\n    return deep()\ndeep()\n", "RecursionError: maximum recursion depth"),
+]
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    BROKEN_IMPORTS,
+    ids=["exception", "syntax-error", "system-exit", "recursion"],
+)
+def test_a_paper_whose_import_fails_is_one_line_saying_where(
+    tmp_path: Path, source: str, message: str
+) -> None:
+    """A bug in a plugin's (or an in-tree paper's) module stops ``lbrepro list`` with one line
+    naming the paper, the error and the file and line it was raised at, exit code 2 (was: a
+    35-line traceback through the registry, exit code 1; SystemExit: no line at all)."""
+    path = _distribution(tmp_path)
+    init = path / "plugpaper" / "__init__.py"
+    init.write_text(source, encoding="utf-8")
+    env = os.environ | {"PYTHONPATH": os.pathsep.join([str(path), str(SRC)])}
+    out = subprocess.run(
+        [sys.executable, "-m", "lbrepro", "list"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert out.returncode == 2, (out.stdout[-500:], out.stderr[-2000:])
+    assert out.stderr.count("\n") == 1, out.stderr
+    assert "paper 'plug': importing plugpaper failed: " + message in out.stderr, out.stderr
+    assert f"({init}, line " in out.stderr, out.stderr
+
+
+def test_the_workflow_names_a_paper_whose_import_fails(tmp_path: Path) -> None:
+    """The same line from ``snakemake -n``, exit code 2, before any job is planned."""
+    path = _distribution(tmp_path / "site")
+    (path / "plugpaper" / "__init__.py").write_text("1 / 0\n", encoding="utf-8")
+    env = os.environ | {"PYTHONPATH": os.pathsep.join([str(path), str(SRC)])}
+    checkout = Path(SRC).parent
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-n",
+            "--configfile",
+            str(checkout / "config" / "config.yaml"),
+            "--directory",
+            str(tmp_path / "run"),
+        ],
+        cwd=checkout,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert out.returncode == 2, (out.stdout[-2000:], out.stderr[-2000:])
+    text = out.stdout + out.stderr
+    assert "importing plugpaper failed: ZeroDivisionError" in text, text[-2000:]
+    assert "Traceback" not in text and 'File "' not in text, text[-2000:]

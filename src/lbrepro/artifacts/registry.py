@@ -239,12 +239,37 @@ def paper_packages() -> dict[str, str]:
     return dict(sorted(papers_found.items()))
 
 
+def _first_line(err: BaseException) -> str:
+    """The first line of an exception's message (its repr when it has none; a syntax error's
+    message without the place, which :func:`_where` gives)."""
+    text = (err.msg if isinstance(err, SyntaxError) and err.msg else str(err)).strip()
+    return text.splitlines()[0] if text else repr(err)
+
+
+def _where(err: BaseException) -> str:
+    """`` (file, line N)`` where ``err`` was raised: a syntax error's own place, else the
+    innermost frame of its traceback; "" if neither is known."""
+    import traceback
+
+    if isinstance(err, SyntaxError) and err.filename:
+        return f" ({err.filename}, line {err.lineno})"
+    frames = traceback.extract_tb(err.__traceback__)
+    return f" ({frames[-1].filename}, line {frames[-1].lineno})" if frames else ""
+
+
 def _import_paper(slug: str, module_name: str) -> Paper:
     """The ``PAPER`` a paper module declares, checked against its slug and naming rules."""
     try:
         module = importlib.import_module(module_name)
     except ImportError as err:
         raise PaperDiscoveryError(f"paper {slug!r}: cannot import {module_name}: {err}") from err
+    except (Exception, SystemExit) as err:
+        # A bug in a paper's own code (a plugin's, most often) stops discovery with one line
+        # saying where, not a traceback through the registry (or no line at all: SystemExit).
+        raise PaperDiscoveryError(
+            f"paper {slug!r}: importing {module_name} failed: {type(err).__name__}: "
+            f"{_first_line(err)}{_where(err)}"
+        ) from err
     paper = getattr(module, "PAPER", None)
     if not isinstance(paper, Paper):
         raise PaperDiscoveryError(f"paper {slug!r}: {module_name} declares no PAPER = Paper(...)")
