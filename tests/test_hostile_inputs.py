@@ -1457,6 +1457,29 @@ def test_cli_run_not_converged_shows_no_interval(
         assert ("[" in row) is converged, row
 
 
+@pytest.mark.parametrize(
+    ("name", "argv", "broken", "sound"), CONSERVATION_CASES, ids=[c[0] for c in CONSERVATION_CASES]
+)
+def test_cli_work_conservation_of_a_run_not_converged(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    name: str,
+    argv: list[str],
+    broken: dict[str, Any],
+    sound: dict[str, Any],
+) -> None:
+    """With no honest interval the identity cannot be shown to hold: ``held`` is null, not
+    true; a busy fraction that even the run's own interval keeps from the load still fails,
+    with its line (u₁ = 0.0007 where ρ = 0.7 says so whatever the interval)."""
+    run = ["--horizon", "1000"] if name == "whittle" else SIM_ARGS
+    for result, held in ((_unconverged(broken), False), (_unconverged(sound), None)):
+        _canned(monkeypatch, name, result)
+        assert cli.main(["simulate", name, *argv, *run, "--format", "json"]) == 0
+        out, err = capsys.readouterr()
+        assert json.loads(out)["work_conservation"]["held"] is held, out
+        assert ("work conservation fails" in err) is (held is False), err
+
+
 def test_cli_heavy_tailed_run_shows_no_interval(capsys: pytest.CaptureFixture[str]) -> None:
     """Infinite-variance service (Lomax α = 1.5): the queue lengths are long-range dependent,
     no batch-means interval covers, and the run says ``converged: false`` with none shown

@@ -716,7 +716,11 @@ def _work_conservation(
     """The pipeline's work-conservation diagnostic on a command-line run, or None if the model
     has no such identity: the run's busy fraction must be consistent with its exact value (the
     99.9% interval plus the resolution 1/(N·T) covers it), else the run is not in equilibrium
-    and none of its numbers can be trusted."""
+    and none of its numbers can be trusted.
+
+    A run flagged converged = False has no honest interval to show that the identity holds:
+    ``held`` is then null ("not judged"), unless even its own interval excludes the exact
+    value (held false: u₁ = 0.0007 where ρ = 0.7 says so whatever the interval's width)."""
     conserved = model.conservation(result) if model.conservation is not None else None
     if conserved is None or not all(
         math.isfinite(v) for v in (conserved.mean, conserved.low, conserved.high)
@@ -731,13 +735,18 @@ def _work_conservation(
     half = (conserved.high - conserved.low) / 2
     u1 = Estimate(conserved.mean, conserved.low, conserved.high, half, batches, N)
     verdict = work_conservation(u1, conserved.exact, N, _measured_time(result, kwargs))
+    from lbrepro.core.rows import not_converged
+
+    held: bool | None = verdict.outcome == REPRODUCED
+    if held and not_converged(result.get("converged")):
+        held = None
     return {
         "identity": conserved.what,
         "exact": conserved.exact,
         "measured": conserved.mean,
         "interval": [conserved.low, conserved.high],
         "statistic": verdict.measured,
-        "held": verdict.outcome == REPRODUCED,
+        "held": held,
     }
 
 
@@ -851,7 +860,7 @@ def _judge_run(model: Model, kwargs: dict[str, Any], result: dict[str, Any]) -> 
     conserved = _work_conservation(model, kwargs, result)
     if conserved is not None:
         result["work_conservation"] = conserved
-        if not conserved["held"]:
+        if conserved["held"] is False:
             lo, hi = conserved["interval"]
             notes.append(
                 f"work conservation fails ({conserved['identity']}): measured "
