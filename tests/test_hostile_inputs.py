@@ -1506,6 +1506,33 @@ def test_cli_affinity_at_the_bifurcation_starts_where_both_branches_meet(
     assert sum(data["x_i0"]) + sum(data["x_i1"]) == pytest.approx(1.0, abs=1e-9)
 
 
+@pytest.mark.parametrize(
+    ("q", "off", "held"),
+    [([0.9, 0.95], 0.6, True), ([0.2, 0.9], 0.3, False)],
+    ids=["large-capacities", "one-small-capacity"],
+)
+def test_cli_whittle_conservation_floor_is_the_smallest_capacity(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    q: list[float],
+    off: float,
+    held: bool,
+) -> None:
+    """The served capacity moves in steps of min q_k per slot, so its resolution floor is
+    min q_k/T (was 1/(K·T), as for a fraction of K servers: too fine for capacities near 1,
+    a false failure; five times too coarse at q = 0.2, 0.9). A zero-width interval ``off``
+    steps of 1/T from p holds within the floor, or not."""
+    result = _whittle(0.0, p=0.5)
+    result["params"]["q"] = q
+    slots = result["slots"]
+    served = 0.5 + off / slots
+    result["served"], result["ci"]["served"] = served, [served, served]
+    _canned(monkeypatch, "whittle", result)
+    argv = ["simulate", "whittle", "--p", "0.5", "--q", ",".join(map(str, q)), "--d", "1,1"]
+    assert cli.main([*argv, "--horizon", "1000", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["work_conservation"]["held"] is held
+
+
 def test_cli_whittle_long_run_holds_work_conservation(capsys: pytest.CaptureFixture[str]) -> None:
     """p = 0.5, 10⁵ slots: the served capacity's interval covers p, with no line at all."""
     argv = ["simulate", "whittle", "--p", "0.5", "--q", "0.5,0.5", "--d", "1,1"]

@@ -731,10 +731,13 @@ def _work_conservation(
     from lbrepro.judging.tails import work_conservation
 
     N = int(result.get("N") or kwargs.get("N") or 1)
+    # The resolution floor is step/T: 1/(N·T) for a fraction of N servers, min q_k/T for
+    # whittle's served capacity (work_conservation takes it as a number of servers).
+    servers = 1.0 / conserved.step if conserved.step and conserved.step > 0 else N
     batches = int(result.get("batches") or kwargs.get("batches") or 20)
     half = (conserved.high - conserved.low) / 2
     u1 = Estimate(conserved.mean, conserved.low, conserved.high, half, batches, N)
-    verdict = work_conservation(u1, conserved.exact, N, _measured_time(result, kwargs))
+    verdict = work_conservation(u1, conserved.exact, servers, _measured_time(result, kwargs))
     from lbrepro.core.rows import not_converged
 
     held: bool | None = verdict.outcome == REPRODUCED

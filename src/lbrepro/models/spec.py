@@ -118,6 +118,9 @@ class Conserved:
     low: float
     high: float
     exact: float
+    #: The smallest step of the quantity per slot or unit time (the resolution floor of its
+    #: check is step/T); None: a fraction of the run's N servers, 1/N.
+    step: float | None = None
 
 
 def occupancy_conservation(result: Mapping[str, Any]) -> Conserved | None:

@@ -459,12 +459,14 @@ def simulate_summary(
 def conservation(result: Mapping[str, Any]) -> Conserved | None:
     """Served capacity Σ_k q_k·1{n_k > 0} = p: a busy server's expected departures per slot
     are q_k, so in equilibrium departures (the served capacity) equal arrivals (p), whatever
-    the policy. Read from ``lbrepro simulate whittle``'s JSON (``served``, ``ci.served``)."""
+    the policy. Read from ``lbrepro simulate whittle``'s JSON (``served``, ``ci.served``). It
+    moves in steps of the smallest capacity min q_k per slot (one server idle one slot more)."""
     try:
         p = float(result["params"]["p"])
         low, high = result["ci"]["served"]
+        step = min(float(q) for q in result["params"]["q"])
         what = "served capacity Σ q_k·1{n_k>0} = p"
-        return Conserved(what, float(result["served"]), float(low), float(high), p)
+        return Conserved(what, float(result["served"]), float(low), float(high), p, step)
     except (KeyError, TypeError, IndexError, ValueError):
         return None
 
