@@ -726,6 +726,7 @@ def _work_conservation(
         math.isfinite(v) for v in (conserved.mean, conserved.low, conserved.high)
     ):
         return None
+    from lbrepro.core.rows import not_converged
     from lbrepro.core.stats import Estimate
     from lbrepro.core.verdicts import REPRODUCED
     from lbrepro.judging.tails import work_conservation
@@ -738,8 +739,6 @@ def _work_conservation(
     half = (conserved.high - conserved.low) / 2
     u1 = Estimate(conserved.mean, conserved.low, conserved.high, half, batches, N)
     verdict = work_conservation(u1, conserved.exact, servers, _measured_time(result, kwargs))
-    from lbrepro.core.rows import not_converged
-
     held: bool | None = verdict.outcome == REPRODUCED
     if held and not_converged(result.get("converged")):
         held = None
