@@ -55,15 +55,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items.sort(key=lambda item: "quick_run" not in getattr(item, "fixturenames", ()))
 
 
-@pytest.fixture(autouse=True)
-def _close_figures() -> Iterator[None]:
-    """Close the figures a test left open (an artifact's plot returns its figure): one
-    worker's tests would otherwise pile up pyplot's figures, and its warning."""
-    yield
-    if "matplotlib.pyplot" in sys.modules:
-        sys.modules["matplotlib.pyplot"].close("all")
-
-
 # ------------------------------------------------------------------------ subprocesses
 def lbrepro_command(
     *args: str,
