@@ -1320,6 +1320,19 @@ SLOW_SOLVES = [
 ]  # fmt: skip
 
 
+def test_cli_short_solve_budget_is_kept(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--max-seconds 1`` stops a slow solve after about 2 s (its grace is no longer than the
+    budget), not 6 s (a fixed 5 s grace after any budget)."""
+    import time
+
+    argv = ["solve", "whittle", "--p", "0.99", "--q", "0.5,0.5", "--d", "1,1"]
+    start = time.monotonic()
+    assert cli.main([*argv, "--max-seconds", "1", "--format", "json"]) == 2
+    took = time.monotonic() - start
+    assert "did not finish within 1 s" in capsys.readouterr().err
+    assert took < 4.5, took
+
+
 @pytest.mark.parametrize(
     ("case", "argv", "code", "needle"), SLOW_SOLVES, ids=[c[0] for c in SLOW_SOLVES]
 )

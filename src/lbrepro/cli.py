@@ -37,7 +37,8 @@ EXIT_USAGE = 2
 PROGRESS_EVENTS = 2e7
 # Wall time a solve may take by default (``--max-seconds``): its ODE integrations stop with
 # their own line at this budget (lbrepro.core.equilibrium.time_budget); any other numerics (the
-# value iteration of a K-server chain near capacity, say) are stopped SOLVE_GRACE later.
+# value iteration of a K-server chain near capacity, say) are stopped SOLVE_GRACE later, or
+# as much again as a shorter budget, at least a second (--max-seconds 1: stopped after 2 s).
 SOLVE_SECONDS = 120.0
 SOLVE_GRACE = 5.0
 
@@ -481,7 +482,8 @@ def _solve(model: Model, kwargs: dict[str, Any], max_seconds: float | None) -> d
         return solved, [_note(w) for w in inner] + logged
 
     try:
-        result, notes = interruptible(run, seconds=seconds + SOLVE_GRACE)
+        grace = min(SOLVE_GRACE, max(seconds, 1.0))
+        result, notes = interruptible(run, seconds=seconds + grace)
     except TimeoutError:
         raise ConvergenceError(
             f"the solve did not finish within {seconds:g} s (--max-seconds): at these "
