@@ -177,3 +177,55 @@ def test_default_profile_is_where_snakemake_looks() -> None:
     profile = ROOT / "profiles" / "default" / "config.yaml"
     assert (ROOT / "Snakefile").parent / "profiles" / "default" == profile.parent
     assert "rerun-incomplete: true" in profile.read_text()
+
+
+def test_live_holder_only_when_proven_alive(tmp_path: Path) -> None:
+    """A run recorded by a live process of this host holds the directory; a dead one, this
+    very process, a record without locks or one from another host does not."""
+    assert runlock.live_holder(tmp_path) is None  # no locks
+    locks = tmp_path / "locks"
+    locks.mkdir()
+    (locks / "0.input.lock").write_text("x\n")
+    assert runlock.live_holder(tmp_path) is None  # locks, no record: Snakemake's message
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        runlock.record_run(tmp_path, pid=holder.pid)
+        assert runlock.live_holder(tmp_path) == holder.pid
+        record = runlock.read_record(tmp_path)
+        assert record is not None
+        assert not runlock.holder_is_alive(record | {"host": "login2"})
+        assert not runlock.holder_is_alive(record | {"start_time": 1.0})  # a reused pid
+        runlock.record_run(tmp_path)  # this process: a workflow never blocks itself
+        assert runlock.live_holder(tmp_path) is None
+    finally:
+        holder.kill()
+        holder.wait()
+    runlock.record_run(tmp_path, pid=holder.pid)
+    assert runlock.live_holder(tmp_path) is None  # gone
+
+
+def test_a_second_run_beside_a_live_one_is_one_line(tmp_path: Path) -> None:
+    """``snakemake`` started while another run works in the same directory: one line naming
+    its pid, exit code 2, nothing removed (was: Snakemake's five-line LockException, exit 1);
+    a dry run may still look."""
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        state = tmp_path / ".snakemake"
+        (state / "locks").mkdir(parents=True)
+        (state / "locks" / "0.input.lock").write_text("x\n")
+        runlock.record_run(state, pid=holder.pid)
+        cmd = _command(tmp_path)
+        out = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        assert out.returncode == 2, (out.stdout[-2000:], out.stderr[-2000:])
+        lines = [line for line in out.stderr.splitlines() if line.startswith("lbrepro:")]
+        assert lines == [
+            f"lbrepro: another run (pid {holder.pid}) is working in {tmp_path}: wait for it to "
+            f"end, or stop it (kill {holder.pid}); a dry run (-n) may look meanwhile"
+        ], out.stderr
+        assert "LockException" not in out.stderr + out.stdout
+        assert (state / "locks" / "0.input.lock").exists()
+        dry = [*cmd[:3], "-n", *cmd[3:]]
+        assert subprocess.run(dry, cwd=tmp_path, capture_output=True, timeout=300).returncode == 0
+    finally:
+        holder.kill()
+        holder.wait()

@@ -20,7 +20,7 @@ from lbrepro.artifacts.registry import (
     get as get_artifact,
 )
 from lbrepro.core.run_signals import end_jobs_on_hangup
-from lbrepro.core.runlock import clear_stale_locks, forget_run, record_run
+from lbrepro.core.runlock import clear_stale_locks, forget_run, live_holder, record_run
 from lbrepro.report.run_summary import print_at_exit, quiet_job_lines, summary_lines
 from snakemake_interface_executor_plugins.settings import ExecMode
 from lbrepro.config import (
@@ -86,6 +86,16 @@ if RUNS_JOBS:
     _stale = clear_stale_locks()
     if _stale is not None:
         print(f"lbrepro: removed the locks of an interrupted run (pid {_stale})", file=sys.stderr)
+    # Another run of this directory, proven alive: one line, not Snakemake's LockException
+    # (--nolock: the user asked for two runs at once).
+    _holder = live_holder() if "--nolock" not in sys.argv else None
+    if _holder is not None:
+        print(
+            f"lbrepro: another run (pid {_holder}) is working in {WORKDIR}: wait for it to "
+            f"end, or stop it (kill {_holder}); a dry run (-n) may look meanwhile",
+            file=sys.stderr,
+        )
+        sys.exit(2)
 
 
 # Every existing output is verified against its digest record before Snakemake plans: one

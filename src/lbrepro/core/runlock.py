@@ -39,7 +39,14 @@ import psutil
 
 from lbrepro.core.io import read_regular_bounded
 
-__all__ = ["clear_stale_locks", "forget_run", "holder_is_gone", "identity", "record_run"]
+__all__ = [
+    "clear_stale_locks",
+    "forget_run",
+    "holder_is_alive",
+    "identity",
+    "live_holder",
+    "record_run",
+]
 
 RUN_FILE = "lbrepro-run.pid"
 
@@ -126,6 +133,29 @@ def holder_is_gone(record: dict[str, Any], here: dict[str, Any] | None = None) -
     now = start_time(pid)
     # Alive: the same process unless the pid was reused by a process started later.
     return started is not None and now is not None and now != started
+
+
+def holder_is_alive(record: dict[str, Any], here: dict[str, Any] | None = None) -> bool:
+    """Whether the run described by ``record`` is proven to run still, seen from ``here``:
+    this host, this boot, this PID namespace, and its process (pid and start time) exists."""
+    here = identity() if here is None else here
+    fields = ("host", "machine_id", "boot_time", "pid_namespace", "pid", "start_time")
+    if any(record.get(f) is None or here.get(f) is None for f in fields):
+        return False
+    if any(record[f] != here[f] for f in ("host", "machine_id", "boot_time", "pid_namespace")):
+        return False
+    pid = int(record["pid"])
+    return pid != here["pid"] and _alive(pid) and start_time(pid) == record["start_time"]
+
+
+def live_holder(state_dir: str | Path = ".snakemake") -> int | None:
+    """The pid of a run proven to hold this directory's locks now (:func:`holder_is_alive`),
+    else None: a second run started beside it would fail on Snakemake's lock, in five lines."""
+    path = Path(state_dir)
+    if not any((path / "locks").glob("*.lock")):
+        return None
+    record = read_record(path)
+    return int(record["pid"]) if record is not None and holder_is_alive(record) else None
 
 
 def record_run(state_dir: str | Path = ".snakemake", pid: int | None = None) -> None:
