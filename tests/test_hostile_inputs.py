@@ -1177,6 +1177,11 @@ REAL_RUNS = [
 _MODELS = cli.models
 
 
+def _run_args(name: str) -> list[str]:
+    """The run-length flags of a canned ``simulate <name>``: whittle counts slots, no --N."""
+    return ["--horizon", "1000"] if name == "whittle" else SIM_ARGS
+
+
 def _canned(monkeypatch: pytest.MonkeyPatch, name: str, result: dict[str, Any]) -> None:
     """``lbrepro simulate <name>`` returning ``result`` (the model's own flags and checks)."""
     import dataclasses
@@ -1207,7 +1212,7 @@ def test_cli_run_failing_work_conservation_says_so(
     load warns in one stderr line and says ``held: false``; a sound run holds it, silently.
     The warning's advice names only flags the model has (was: "raise --N" for whittle)."""
     flags = {p.name for p in _MODELS()[name].params_for("simulate")}
-    run = ["--horizon", "1000"] if name == "whittle" else SIM_ARGS
+    run = _run_args(name)
     for result, held in ((broken, False), (sound, True)):
         _canned(monkeypatch, name, result)
         assert cli.main(["simulate", name, *argv, *run, "--format", "json"]) == 0
@@ -1233,7 +1238,7 @@ def test_cli_quantity_not_resolved_is_never_zero_in_zero_zero(
     """Zero throughout the run, with a zero-width interval, reads as a certain 0: it is null,
     listed as unresolved with the events the run had, and said on stderr."""
     _canned(monkeypatch, name, result)
-    horizon = ["--horizon", "1000"] if name == "whittle" else SIM_ARGS
+    horizon = _run_args(name)
     assert cli.main(["simulate", name, *argv, *horizon, "--format", "json"]) == 0
     out, err = capsys.readouterr()
     data = json.loads(out)
@@ -1453,7 +1458,7 @@ def test_cli_run_not_converged_shows_no_interval(
     """Flagged not converged: every interval is null in the JSON, the table says why in its
     place, the values stay, and one stderr line says so; the same result converged keeps its
     intervals and says nothing of the kind."""
-    run = ["--horizon", "1000"] if name == "whittle" else SIM_ARGS
+    run = _run_args(name)
     for result, converged in ((_unconverged(sound), False), (sound, True)):
         _canned(monkeypatch, name, result)
         assert cli.main(["simulate", name, *argv, *run, "--format", "json"]) == 0
@@ -1484,7 +1489,7 @@ def test_cli_work_conservation_of_a_run_not_converged(
     """With no honest interval the identity cannot be shown to hold: ``held`` is null, not
     true; a busy fraction that even the run's own interval keeps from the load still fails,
     with its line (u₁ = 0.0007 where ρ = 0.7 says so whatever the interval)."""
-    run = ["--horizon", "1000"] if name == "whittle" else SIM_ARGS
+    run = _run_args(name)
     for result, held in ((_unconverged(broken), False), (_unconverged(sound), None)):
         _canned(monkeypatch, name, result)
         assert cli.main(["simulate", name, *argv, *run, "--format", "json"]) == 0

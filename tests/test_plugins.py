@@ -74,16 +74,24 @@ def _distribution(
     return root
 
 
-def _python(path: Path, code: str) -> subprocess.CompletedProcess[str]:
+def _run_with(
+    path: Path, *args: str, cwd: Path | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """``python ARGS`` with the distributions in ``path`` installed (on its PYTHONPATH)."""
     env = os.environ | {"PYTHONPATH": os.pathsep.join([str(path), str(SRC)])}
     return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
+        [sys.executable, *args],
+        cwd=cwd,
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout,
         check=False,
     )
+
+
+def _python(path: Path, code: str) -> subprocess.CompletedProcess[str]:
+    return _run_with(path, "-c", textwrap.dedent(code))
 
 
 def test_an_installed_paper_is_discovered_with_its_defaults(tmp_path: Path) -> None:
@@ -124,15 +132,7 @@ def test_a_config_file_overrides_a_plugins_defaults(tmp_path: Path) -> None:
 def test_the_plugins_schema_applies(tmp_path: Path) -> None:
     path = _distribution(tmp_path)
     (tmp_path / "bad.yaml").write_text("plug-table:\n  x: text\n", encoding="utf-8")
-    env = os.environ | {"PYTHONPATH": os.pathsep.join([str(path), str(SRC)])}
-    out = subprocess.run(
-        [sys.executable, "-m", "lbrepro", "validate", str(tmp_path / "bad.yaml")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    out = _run_with(path, "-m", "lbrepro", "validate", str(tmp_path / "bad.yaml"))
     assert out.returncode == 2, out.stderr
     assert out.stderr.count("\n") == 1 and "plug-table.x" in out.stderr, out.stderr
 
@@ -153,12 +153,11 @@ def test_a_paper_that_breaks_a_naming_rule_is_one_line(
     """Every naming rule of docs/adding-a-paper.md, enforced where papers are discovered:
     ``lbrepro list`` (and the workflow) stop with one line and exit code 2."""
     path = _distribution(tmp_path, **kwargs)
-    env = os.environ | {"PYTHONPATH": os.pathsep.join([str(path), str(SRC)])}
     command = "validate" if "defaults" in kwargs else "list"
-    args = [sys.executable, "-m", "lbrepro", command]
+    args = ["-m", "lbrepro", command]
     if command == "validate":
         args.append(str(Path(SRC).parent / "config" / "config.yaml"))
-    out = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120, check=False)
+    out = _run_with(path, *args)
     assert out.returncode == 2, (out.stdout[-500:], out.stderr[-2000:])
     assert out.stderr.count("\n") == 1 and message in out.stderr, out.stderr
 
@@ -186,15 +185,7 @@ def test_a_paper_whose_import_fails_is_one_line_saying_where(
     path = _distribution(tmp_path)
     init = path / "plugpaper" / "__init__.py"
     init.write_text(source, encoding="utf-8")
-    env = os.environ | {"PYTHONPATH": os.pathsep.join([str(path), str(SRC)])}
-    out = subprocess.run(
-        [sys.executable, "-m", "lbrepro", "list"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    out = _run_with(path, "-m", "lbrepro", "list")
     assert out.returncode == 2, (out.stdout[-500:], out.stderr[-2000:])
     assert out.stderr.count("\n") == 1, out.stderr
     assert "paper 'plug': importing plugpaper failed: " + message in out.stderr, out.stderr
@@ -205,26 +196,12 @@ def test_the_workflow_names_a_paper_whose_import_fails(tmp_path: Path) -> None:
     """The same line from ``snakemake -n``, exit code 2, before any job is planned."""
     path = _distribution(tmp_path / "site")
     (path / "plugpaper" / "__init__.py").write_text("1 / 0\n", encoding="utf-8")
-    env = os.environ | {"PYTHONPATH": os.pathsep.join([str(path), str(SRC)])}
     checkout = Path(SRC).parent
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "snakemake",
-            "-n",
-            "--configfile",
-            str(checkout / "config" / "config.yaml"),
-            "--directory",
-            str(tmp_path / "run"),
-        ],
-        cwd=checkout,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    config = str(checkout / "config" / "config.yaml")
+    out = _run_with(
+        path, "-m", "snakemake", "-n", "--configfile", config, "--directory",
+        str(tmp_path / "run"), cwd=checkout, timeout=300,
+    )  # fmt: skip
     assert out.returncode == 2, (out.stdout[-2000:], out.stderr[-2000:])
     text = out.stdout + out.stderr
     assert "importing plugpaper failed: ZeroDivisionError" in text, text[-2000:]
